@@ -1,0 +1,5 @@
+"""pytest-llmeval: evaluate LLMs and agents on tool use, one eval case per pytest test."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

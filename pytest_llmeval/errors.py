@@ -1,0 +1,69 @@
+"""Exceptions raised by pytest-llmeval.
+
+The hierarchy::
+
+    LLMEvalError
+    ├── CaseFileError        a case file or one of its lines is malformed (path, line, field)
+    ├── ConfigError          a manifest, registry or option value cannot be used
+    ├── RunnerError          a model call or agent endpoint failed (kind, retryable)
+    ├── CassetteMiss         replay found no recording for a request (a RunnerError)
+    └── EvalFailure          the case ran and did not meet its expectations
+
+An ``EvalFailure`` makes a test *fail*; everything else makes it an *error*: the case could
+not be judged, and a resumed run tries it again.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+RunnerErrorKind = Literal["timeout", "http", "protocol", "auth", "connection", "cassette", "agent"]
+
+
+class LLMEvalError(Exception):
+    """Root of every pytest-llmeval exception."""
+
+
+class CaseFileError(LLMEvalError):
+    """A case file, or one line of it, cannot be turned into a case."""
+
+    def __init__(self, path: str, line: int | None, message: str, field: str | None = None):
+        self.path = path
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        what = f"{self.field}: " if self.field else ""
+        return f"{where}: {what}{self.message}"
+
+
+class ConfigError(LLMEvalError):
+    """A manifest, registry or setting value that cannot be used."""
+
+
+class RunnerError(LLMEvalError):
+    """A model call or agent endpoint failed: an infrastructure fault, not an eval miss."""
+
+    def __init__(self, message: str, kind: RunnerErrorKind = "protocol", retryable: bool = False):
+        self.kind = kind
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class CassetteMiss(RunnerError):
+    """Replay has no recording for a request and recording is off."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="cassette", retryable=False)
+
+
+class EvalFailure(LLMEvalError):
+    """The case ran and its transcript did not meet the expectations."""
+
+    def __init__(self, message: str, details: str = ""):
+        self.message = message
+        self.details = details
+        super().__init__(message)

@@ -1,0 +1,205 @@
+"""The data every part of pytest-llmeval exchanges: cases, transcripts, scores, results.
+
+All models are pydantic; everything that crosses a process boundary (xdist, run dir, cassettes)
+is JSON through ``model_dump(mode="json")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["passed", "failed", "error", "skipped"]
+ToolMode = Literal["broker", "stubs", "routing"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSpec(_Model):
+    """A tool offered to the model, in OpenAI function form."""
+
+    name: str
+    """The tool's name as the model must call it (``get_weather``, ``web.search``)."""
+    description: str = ""
+    """What the tool does; models route on it."""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    """JSON schema of the arguments."""
+    version: str | None = None
+    """The tool's version, when a registry gives one (tool-forge staleness checks)."""
+
+
+class ToolCall(_Model):
+    """A tool call the model asked for."""
+
+    id: str = ""
+    """The call id the model gave (OpenAI ``tool_call_id``); empty when the model gives none."""
+    name: str
+    """The tool's name."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The parsed arguments."""
+    arguments_error: str | None = None
+    """The raw argument text when it was not a JSON object; ``arguments`` is then empty."""
+
+
+class Message(_Model):
+    """One chat message."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str | None = None
+    """The text; ``None`` for an assistant turn that only calls tools."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls of an assistant turn."""
+    tool_call_id: str | None = None
+    """For ``role="tool"``: the call this message answers."""
+    name: str | None = None
+    """For ``role="tool"``: the tool's name."""
+
+
+class Usage(_Model):
+    """Token counts reported by a model."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ToolCallRecord(_Model):
+    """What happened to one tool call in a transcript (a superset of tool-forge's record)."""
+
+    name: str
+    """The tool's name."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The arguments the model passed, as it passed them."""
+    success: bool = True
+    """Whether the tool produced a result (``False`` for a fixture miss or a tool error)."""
+    duration_ms: float = 0.0
+    """Time spent serving the call."""
+    result: Any = None
+    """The result handed back to the model (``None`` in routing-only mode)."""
+    source: Literal["stub", "fixture", "miss", "routing", "endpoint"] = "routing"
+    """Where the result came from: a case stub, a fixture file, nothing (a miss), no execution
+    (routing-only), or the user's agent endpoint."""
+    arguments_error: str | None = None
+    """Raw argument text the model sent that was not a JSON object."""
+
+
+class EvalCase(_Model):
+    """One eval case, whatever suite it comes from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case_id: str
+    """Unique within its file; the last part of the node id."""
+    suite: str
+    """The suite that loaded the case (``golden``, ``toolforge``, ...)."""
+    file: str
+    """The case file, relative to the rootdir, with ``/`` separators."""
+    line: int
+    """1-based line where the case starts in ``file``."""
+    category: str | None = None
+    """Slice for reports and for ``-m`` selection."""
+    messages: list[Message] = Field(default_factory=list)
+    """The conversation handed to the agent; the last one is usually the user's."""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    """Tools offered to the model."""
+    tool_mode: ToolMode = "broker"
+    """``broker``: tool calls are served from fixture files; ``stubs``: from ``stubs`` only;
+    ``routing``: tool calls are recorded, never executed, and the loop stops after one turn."""
+    stubs: dict[str, Any] = Field(default_factory=dict)
+    """Per-case tool results by tool name (tool-forge ``stubs``)."""
+    max_turns: int = 5
+    """Model calls the agent loop may make."""
+    expect: dict[str, Any] = Field(default_factory=dict)
+    """What the suite checks, in the suite's own vocabulary."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Everything else the case carried."""
+    fingerprint: str = ""
+    """sha256 of the case's canonical JSON: aligns results across runs and keys resume."""
+
+    @property
+    def user_message(self) -> str:
+        """The last user message's text ('' when there is none)."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content or ""
+        return ""
+
+
+class Transcript(_Model):
+    """Everything that happened while an agent ran one case."""
+
+    messages: list[Message] = Field(default_factory=list)
+    """The whole conversation, input included."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Every tool call in call order, with its result."""
+    response: str = ""
+    """The agent's final text."""
+    turns: int = 0
+    """Model calls made."""
+    stop_reason: Literal["final", "max_turns", "routing", "endpoint", "error"] = "final"
+    """Why the loop ended."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens used over all model calls."""
+    duration_ms: float = 0.0
+    """Wall time of the case as the user perceives it (an endpoint's own figure when given)."""
+    fixture_hits: int = 0
+    """Tool calls the broker answered from a stub or fixture."""
+    fixture_misses: int = 0
+    """Tool calls the broker could not answer."""
+    error: str | None = None
+    """An infrastructure fault that kept the case from finishing (timeout, HTTP, protocol)."""
+    error_kind: str | None = None
+    """The fault's kind (``timeout``, ``http``, ``protocol``, ``cassette``, ...)."""
+
+
+class CaseScore(_Model):
+    """A suite's verdict on one transcript."""
+
+    passed: bool
+    """Whether the case met its expectations."""
+    scores: dict[str, float] = Field(default_factory=dict)
+    """Named per-case metrics (``exact_match``, ``assertions_run``, ...)."""
+    failure: str | None = None
+    """The first failure, short, as ``field: expected ..., got ...``."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Anything the suite's aggregate or report needs later (JSON-safe)."""
+    skipped: str | None = None
+    """Why the case was not judged at all (it then counts as skipped)."""
+
+
+class CaseResult(_Model):
+    """The record of one case in ``results.jsonl``; travels from xdist workers on the report."""
+
+    case_id: str
+    suite: str
+    file: str
+    line: int
+    nodeid: str
+    category: str | None = None
+    outcome: Outcome
+    """``passed``, ``failed``, ``error`` (could not be judged) or ``skipped``."""
+    passed: bool
+    error: str | None = None
+    """The first failure or error message, or null."""
+    scores: dict[str, float] = Field(default_factory=dict)
+    case_fingerprint: str = ""
+    duration_ms: float = 0.0
+    response: str = ""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    fixture_hits: int = 0
+    fixture_misses: int = 0
+    details: dict[str, Any] = Field(default_factory=dict)

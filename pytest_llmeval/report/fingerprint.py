@@ -1,0 +1,33 @@
+"""Fingerprints: sha256 over a canonical JSON form of whatever decides results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys, no insignificant whitespace, and non-ASCII kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(data: str | bytes) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def fingerprint(value: Any) -> str:
+    """sha256 hex of ``value``'s canonical JSON."""
+    return sha256_hex(canonical_json(value))
+
+
+def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
+    """sha256 hex of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

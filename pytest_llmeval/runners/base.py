@@ -1,0 +1,88 @@
+"""What a runner is: the small interface between the agent loop and a model.
+
+Two kinds of backend exist:
+
+* a :class:`Runner` is a *model*: it takes messages and tools and answers with text and tool
+  calls. The agent loop drives it and serves its tool calls through the broker.
+* an :class:`AgentEndpoint` is a whole *agent* (tool-forge's ``AgentEndpoint``): it takes one
+  message and answers with its response and the tool calls it made itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from pytest_llmeval.models import Message, ToolCall, ToolCallRecord, ToolSpec, Usage, _Model
+
+
+class GenerateRequest(_Model):
+    """One model call."""
+
+    messages: list[Message]
+    """The conversation so far."""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    """Tools the model may call."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Per-request decoding overrides (``max_tokens``, ``tool_choice`` ...)."""
+
+
+class Completion(_Model):
+    """A model's answer to one :class:`GenerateRequest`."""
+
+    text: str = ""
+    """The text the model produced (may be empty when it only calls tools)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls, in the order the model made them."""
+    finish_reason: str | None = None
+    """``stop``, ``tool_calls``, ``length`` ... as the backend says."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens of this call."""
+    latency_ms: float = 0.0
+    """Wall time of the call."""
+
+
+class AgentResponse(_Model):
+    """What an agent endpoint answers (tool-forge ``AgentResponse``)."""
+
+    response: str
+    """The agent's text response."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Tools the agent called, in call order."""
+    duration_ms: float | None = None
+    """The endpoint's own wall-clock figure, when it gives one."""
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """A model backend. Implementations: ``echo``, ``replay``, later ``openai`` and ``hf``."""
+
+    name: str
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides this runner's answers: type, model, decoding params; never a secret."""
+        ...
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        """Answer one request. Infrastructure faults raise :class:`RunnerError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and other resources."""
+        ...
+
+
+@runtime_checkable
+class AgentEndpoint(Protocol):
+    """A whole agent behind one call: the ``http-agent`` runner, or a user's SDK agent."""
+
+    name: str
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    async def send(self, message: str) -> AgentResponse:
+        """Send one user message; faults raise :class:`RunnerError`."""
+        ...
+
+    async def aclose(self) -> None: ...

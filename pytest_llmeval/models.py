@@ -128,6 +128,8 @@ class EvalCase(_Model):
     """Everything else the case carried."""
     fingerprint: str = ""
     """sha256 of the case's canonical JSON: aligns results across runs and keys resume."""
+    skip_reason: str | None = None
+    """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
     @property
     def user_message(self) -> str:
@@ -196,6 +198,8 @@ class CaseResult(_Model):
     """The first failure or error message, or null."""
     scores: dict[str, float] = Field(default_factory=dict)
     case_fingerprint: str = ""
+    runner_fingerprint: str = ""
+    """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
     response: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)

@@ -1,1 +1,151 @@
-"""pytest hooks of pytest-llmeval (being wired)."""
+"""pytest hooks of pytest-llmeval. Each hook is a few lines and delegates."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmeval import hookspecs, settings, sharding
+from pytest_llmeval.agent import default_agent
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.collect import EvalFile, EvalItem, manifest_targets
+from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.report.session import SessionReport, session_report_key
+from pytest_llmeval.runners.registry import RunnerRegistry
+from pytest_llmeval.state import LLMEvalState, agent_fingerprint, runner_id, state_key
+from pytest_llmeval.suites.base import default_suites
+
+# -- options -------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
+    suites = default_suites()
+    config.hook.pytest_llmeval_register_suites(registry=suites)
+    state = LLMEvalState(config, settings.from_config(config), suites)
+    config.stash[state_key] = state
+    if not hasattr(config, "workerinput"):
+        report = SessionReport(state)
+        config.stash[session_report_key] = report
+        config.pluginmanager.register(report, "llmeval-report")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    if state is not None:
+        state.dispatcher.close()
+    report = config.stash.get(session_report_key, None)
+    if report is not None:
+        config.pluginmanager.unregister(report)
+        del config.stash[session_report_key]
+
+
+class XdistHooks:
+    """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.stash[state_key].settings.hash_scheduling:
+            return sharding.make_scheduler(config, log)
+        return None
+
+    def pytest_configure_node(self, node: Any) -> None:
+        config = node.config
+        if config.stash[state_key].settings.hash_scheduling and sharding.make_scheduler(
+            config, None
+        ):
+            sharding.mark_hash_scheduling(node.workerinput)
+
+
+# -- collection ----------------------------------------------------------------------------
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile | None:
+    state = parent.config.stash[state_key]
+    if not any(fnmatch.fnmatch(file_path.name, g) for g in state.settings.file_globs):
+        return None
+    if file_path.resolve() in manifest_targets(file_path.parent, state.settings.rootdir):
+        return None  # a manifest beside it collects this data file
+    return EvalFile.from_parent(parent, path=file_path, state=state)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[state_key].plan(session.items)
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def llmeval_settings(pytestconfig: pytest.Config) -> settings.Settings:
+    """The session's frozen pytest-llmeval settings."""
+    return pytestconfig.stash[state_key].settings
+
+
+@pytest.fixture(scope="session")
+def llmeval_runner(pytestconfig: pytest.Config, llmeval_settings: settings.Settings) -> Iterator[Any]:
+    """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
+    state = pytestconfig.stash[state_key]
+    registry = RunnerRegistry()
+    pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
+    try:
+        runner = registry.create(llmeval_settings)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    yield runner
+    state.dispatcher.call(runner.aclose())
+
+
+@pytest.fixture(scope="session")
+def llmeval_broker(llmeval_settings: settings.Settings) -> ToolBroker:
+    """The tool broker serving fixtures from ``--llmeval-fixtures``."""
+    return ToolBroker.from_dir(llmeval_settings.fixtures)
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent(llmeval_runner: Any) -> Any:
+    """The agent each case runs through; override it in a conftest to evaluate your own."""
+    return default_agent(llmeval_runner)
+
+
+# -- reporting -----------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if isinstance(item, EvalItem):
+        _attach(item, call, report)
+    return report
+
+
+def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    state = item.config.stash[state_key]
+    result = state.result_for_report(item, report, call.excinfo)
+    if result is None:
+        return
+    agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
+    if agent is not None:
+        fp = agent_fingerprint(agent)
+        result = result.model_copy(update={"runner_fingerprint": runner_id(fp)})
+        report.llmeval_runner = fp  # type: ignore[attr-defined]
+    report.llmeval = result.model_dump(mode="json")  # type: ignore[attr-defined]
+    report.user_properties.append(("llmeval.outcome", result.outcome))
+    for name, value in sorted(result.scores.items()):
+        report.user_properties.append((f"llmeval.score.{name}", value))

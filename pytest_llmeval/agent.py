@@ -1,0 +1,193 @@
+"""Agents: what turns a case into a transcript.
+
+* :class:`LoopAgent` drives a model :class:`Runner`: model call, then the tool calls served by the
+  broker, then the next model call, until the model answers without calling a tool or the
+  case's ``max_turns`` is reached. In routing-only mode the tool calls are recorded, never
+  executed, and the loop ends after the first model call.
+* :class:`EndpointAgent` hands the user message to an :class:`AgentEndpoint` that runs its own
+  tools and reports them.
+* :func:`run_agent` runs any agent a user plugs in (sync or async, a ``run`` method or a plain
+  callable) and turns what it returns into a :class:`Transcript`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from typing import Any, Protocol
+
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.models import EvalCase, Message, ToolCallRecord, Transcript, Usage
+from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse, GenerateRequest, Runner
+
+
+class Agent(Protocol):
+    """Anything that runs a case; ``run`` may be sync or async."""
+
+    def run(self, case: EvalCase, broker: ToolBroker) -> Any: ...
+
+
+class LoopAgent:
+    """The model <-> broker loop of DESIGN §3."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.runner.fingerprint()
+
+    async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
+        start = time.perf_counter()
+        messages = list(case.messages)
+        records: list[ToolCallRecord] = []
+        usage = Usage()
+        turns = 0
+        response = ""
+        while True:
+            completion = await self.runner.generate(
+                GenerateRequest(messages=messages, tools=case.tools)
+            )
+            turns += 1
+            usage = usage + completion.usage
+            response = completion.text
+            messages.append(
+                Message(
+                    role="assistant",
+                    content=completion.text or None,
+                    tool_calls=completion.tool_calls,
+                )
+            )
+            if not completion.tool_calls:
+                stop = "final"
+                break
+            for call in completion.tool_calls:
+                if call.arguments_error is not None and case.tool_mode != "routing":
+                    record = ToolCallRecord(
+                        name=call.name,
+                        success=False,
+                        source="miss",
+                        arguments_error=call.arguments_error,
+                        result={"error": "invalid_arguments", "raw": call.arguments_error},
+                    )
+                else:
+                    record = broker.call(call.name, call.arguments, case.stubs, case.tool_mode)
+                    if call.arguments_error is not None:
+                        record = record.model_copy(update={"arguments_error": call.arguments_error})
+                records.append(record)
+                if case.tool_mode != "routing":
+                    messages.append(
+                        Message(
+                            role="tool",
+                            tool_call_id=call.id or None,
+                            name=call.name,
+                            content=json.dumps(record.result, ensure_ascii=False, sort_keys=True),
+                        )
+                    )
+            if case.tool_mode == "routing":
+                stop = "routing"
+                break
+            if turns >= case.max_turns:
+                stop = "max_turns"
+                break
+        return Transcript(
+            messages=messages,
+            tool_calls=records,
+            response=response,
+            turns=turns,
+            stop_reason=stop,
+            usage=usage,
+            duration_ms=(time.perf_counter() - start) * 1000,
+            fixture_hits=sum(1 for r in records if r.source in ("stub", "fixture")),
+            fixture_misses=sum(1 for r in records if r.source == "miss"),
+        )
+
+
+class EndpointAgent:
+    """Sends the case's user message to an agent endpoint (``http-agent``)."""
+
+    def __init__(self, endpoint: AgentEndpoint):
+        self.endpoint = endpoint
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.endpoint.fingerprint()
+
+    async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
+        start = time.perf_counter()
+        reply = await self.endpoint.send(case.user_message)
+        wall_ms = (time.perf_counter() - start) * 1000
+        return to_transcript(reply, case, wall_ms)
+
+
+def default_agent(runner: Runner | AgentEndpoint) -> LoopAgent | EndpointAgent:
+    """The agent for a runner: the loop for a model, pass-through for an agent endpoint."""
+    if isinstance(runner, AgentEndpoint) and not isinstance(runner, Runner):
+        return EndpointAgent(runner)
+    return LoopAgent(runner)  # type: ignore[arg-type]
+
+
+async def run_agent(agent: Any, case: EvalCase, broker: ToolBroker) -> Transcript:
+    """Run a user's or built-in agent on one case; faults are raised, not swallowed."""
+    call = getattr(agent, "run", agent)
+    if not callable(call):
+        raise TypeError(
+            f"llmeval_agent must have a run(case, broker) method or be callable, got {agent!r}"
+        )
+    start = time.perf_counter()
+    if inspect.iscoroutinefunction(call):
+        result = await call(case, broker)
+    else:
+        result = await asyncio.to_thread(call, case, broker)
+        if inspect.isawaitable(result):
+            result = await result
+    return to_transcript(result, case, (time.perf_counter() - start) * 1000)
+
+
+def to_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
+    """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string."""
+    if isinstance(result, Transcript):
+        if not result.duration_ms:
+            result = result.model_copy(update={"duration_ms": wall_ms})
+        return result
+    if isinstance(result, str):
+        result = AgentResponse(response=result)
+    elif isinstance(result, dict):
+        result = _response_from_dict(result)
+    if not isinstance(result, AgentResponse):
+        raise RunnerError(
+            "the agent returned "
+            f"{type(result).__name__}; expected a Transcript, an AgentResponse, a dict "
+            "{response, toolCalls, durationMs} or a string",
+            kind="agent",
+        )
+    messages = [*case.messages, Message(role="assistant", content=result.response)]
+    return Transcript(
+        messages=messages,
+        tool_calls=result.tool_calls,
+        response=result.response,
+        turns=1,
+        stop_reason="endpoint",
+        duration_ms=result.duration_ms if result.duration_ms is not None else wall_ms,
+    )
+
+
+def _response_from_dict(data: dict[str, Any]) -> AgentResponse:
+    calls = data.get("toolCalls", data.get("tool_calls")) or []
+    records = [
+        ToolCallRecord(
+            name=str(c["name"]),
+            params=dict(c.get("params") or c.get("arguments") or {}),
+            success=bool(c.get("success", True)),
+            duration_ms=float(c.get("durationMs", c.get("duration_ms", 0.0)) or 0.0),
+            source="endpoint",
+        )
+        for c in calls
+    ]
+    duration = data.get("durationMs", data.get("duration_ms"))
+    return AgentResponse(
+        response=str(data.get("response", "")),
+        tool_calls=records,
+        duration_ms=float(duration) if duration is not None else None,
+    )

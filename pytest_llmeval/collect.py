@@ -1,0 +1,299 @@
+"""Collection nodes: an eval file (or a ``*.llmeval.yaml`` manifest) and one item per case.
+
+A broken record never becomes a collection error (that would stop the whole session): it
+becomes an item that errors in setup, named ``line<N>``, whose message names ``path:line``,
+the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+
+from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.models import CaseResult, EvalCase, Transcript
+from pytest_llmeval.suites.base import CaseSource, Suite
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from pytest_llmeval.state import LLMEvalState
+
+_MARKER_CHARS = re.compile(r"\W+")
+HEAD_BYTES = 65536
+
+
+def marker_name(text: str) -> str:
+    """A ``-m`` friendly marker name: non-word characters become ``_``."""
+    return _MARKER_CHARS.sub("_", text).strip("_") or "_"
+
+
+def display_path(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+class EvalFile(pytest.File):
+    """A data file claimed by a suite, or a manifest that names the suite and the data file."""
+
+    def __init__(self, *, state: LLMEvalState, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.state = state
+        self.suite_name = "unknown"
+        self.data_display = display_path(self.path, state.settings.rootdir)
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            suite, source = self._resolve()
+        except CaseFileError as exc:
+            yield EvalItem.from_parent(self, name=_error_name(exc), problem=exc)
+            return
+        self.suite_name, self.data_display = suite.name, source.display
+        items: dict[str, EvalItem] = {}
+        for loaded in suite.load(source, self.state.context):
+            if isinstance(loaded, CaseFileError):
+                name = _error_name(loaded)
+                while name in items:
+                    name += "_"
+                items[name] = EvalItem.from_parent(self, name=name, problem=loaded)
+                continue
+            name = loaded.case_id
+            if name in items:
+                first = items[name]
+                problem = CaseFileError(
+                    source.display,
+                    loaded.line,
+                    f"duplicate case id {name!r} (first defined at line {first.line})",
+                    field="id",
+                )
+                dup = f"{name}@line{loaded.line}"
+                items[dup] = EvalItem.from_parent(self, name=dup, problem=problem)
+                continue
+            items[name] = EvalItem.from_parent(self, name=name, case=loaded)
+        for name in sorted(items):
+            yield items[name]
+
+    def _resolve(self) -> tuple[Suite, CaseSource]:
+        rootdir = self.state.settings.rootdir
+        if self.path.name.endswith(".llmeval.yaml"):
+            return self._from_manifest(rootdir)
+        display = display_path(self.path, rootdir)
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(HEAD_BYTES)
+        except OSError as exc:
+            raise CaseFileError(display, None, f"cannot read the file: {exc.strerror}") from None
+        source = CaseSource(path=self.path, display=display)
+        if not head.strip():
+            return _EmptySuite(), source
+        suite = self.state.suites.claim(self.path, head)
+        if suite is None:
+            raise CaseFileError(
+                display,
+                1,
+                "no suite recognises this file (known suites: "
+                f"{', '.join(self.state.suites.names())}); name the suite in a "
+                "*.llmeval.yaml manifest or fix the file's fields",
+            )
+        return suite, source
+
+    def _from_manifest(self, rootdir: Path) -> tuple[Suite, CaseSource]:
+        display = display_path(self.path, rootdir)
+        manifest = read_manifest(self.path, display)
+        name = manifest["suite"]
+        suite = self.state.suites.get(name)
+        if suite is None:
+            raise CaseFileError(
+                display,
+                manifest.get("__line__suite", 1),
+                f"unknown suite {name!r}; known suites: {', '.join(self.state.suites.names())}",
+                field="suite",
+            )
+        data = (self.path.parent / manifest["data"]).resolve()
+        if not data.is_file():
+            raise CaseFileError(
+                display, None, f"data file {manifest['data']!r} does not exist", field="data"
+            )
+        options = {k: v for k, v in manifest.items() if not k.startswith("__line__")}
+        source = CaseSource(path=data, display=display_path(data, rootdir), options=options)
+        return suite, source
+
+
+def read_manifest(path: Path, display: str) -> dict[str, Any]:
+    """Read a ``*.llmeval.yaml`` manifest: ``suite`` and ``data`` are required."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(display, None, f"cannot read the manifest: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise CaseFileError(display, line, f"invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise CaseFileError(display, 1, "expected a mapping with 'suite' and 'data'")
+    for key in ("suite", "data"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise CaseFileError(display, None, "missing required field (a string)", field=key)
+    lines = {
+        f"__line__{m.group(1)}": number
+        for number, row in enumerate(text.splitlines(), 1)
+        if (m := re.match(r"^(\w+)\s*:", row))
+    }
+    return {**data, **lines}
+
+
+class _EmptySuite:
+    """An empty file has no cases; that is not an error."""
+
+    name = "empty"
+
+    def load(self, source: CaseSource, ctx: Any) -> Iterator[Any]:
+        return iter(())
+
+
+def _error_name(exc: CaseFileError) -> str:
+    return f"line{exc.line}" if exc.line else "file"
+
+
+def _run_case(llmeval_agent: Any, llmeval_broker: Any) -> None:
+    """Stand-in test function: it exists so pytest resolves the item's fixtures."""
+
+
+class EvalItem(pytest.Function):
+    """One eval case as a pytest test.
+
+    Setup resolves the fixtures and fetches the transcript from the dispatcher; an
+    infrastructure fault or a broken case is an error there. ``runtest`` scores the transcript
+    and raises :class:`EvalFailure` when the case misses.
+    """
+
+    def __init__(
+        self,
+        *,
+        case: EvalCase | None = None,
+        problem: CaseFileError | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(callobj=_run_case, **kwargs)
+        self.case = case
+        self.problem = problem
+        self.transcript: Transcript | None = None
+        self.result: CaseResult | None = None
+        self.line = case.line if case else (problem.line if problem else None) or 1
+        self.add_marker("llmeval")
+        if case is not None:
+            for name in (case.suite, case.category):
+                if name:
+                    self.state.register_marker(marker_name(name))
+                    self.add_marker(marker_name(name))
+
+    @property
+    def eval_file(self) -> EvalFile:
+        parent = self.parent
+        assert isinstance(parent, EvalFile)
+        return parent
+
+    @property
+    def state(self) -> LLMEvalState:
+        return self.eval_file.state
+
+    @property
+    def suite_name(self) -> str:
+        return self.eval_file.suite_name
+
+    @property
+    def data_display(self) -> str:
+        return self.eval_file.data_display
+
+    def setup(self) -> None:
+        if self.problem is not None:
+            raise self.problem
+        assert self.case is not None
+        if self.case.skip_reason:
+            pytest.skip(self.case.skip_reason)
+        super().setup()
+        self.transcript = self.state.transcript_for(self)
+        if self.transcript.error is not None:
+            raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+
+    def runtest(self) -> None:
+        assert self.case is not None and self.transcript is not None
+        suite = self.state.suites.get(self.case.suite)
+        assert suite is not None
+        score = suite.score(self.case, self.transcript, self.state.context)
+        self.result = self.state.make_result(self, score)
+        if score.skipped:
+            pytest.skip(score.skipped)
+        if not score.passed:
+            raise EvalFailure(score.failure or "the case did not pass", _details(self.transcript))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        path = self.path
+        if self.case is not None:
+            path = self.state.settings.rootdir / self.case.file
+        suite = self.case.suite if self.case else "llmeval"
+        return path, self.line - 1, f"{suite}: {self.name}"
+
+    def repr_failure(
+        self,
+        excinfo: ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | TerminalRepr:
+        short = self._short_repr(excinfo.value)
+        return short if short is not None else super().repr_failure(excinfo, style=style)
+
+    def _repr_failure_py(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        # pytest renders setup errors through this method, not repr_failure
+        short = self._short_repr(excinfo.value)
+        return short if short is not None else super()._repr_failure_py(excinfo, style=style)
+
+    def _short_repr(self, exc: BaseException) -> str | None:
+        where = f"{self.case.file}:{self.line}" if self.case else self.data_display
+        if isinstance(exc, EvalFailure):
+            return "\n".join(x for x in (f"{where}: {exc.message}", exc.details) if x)
+        if isinstance(exc, CaseFileError):
+            return str(exc)
+        if isinstance(exc, RunnerError):
+            return f"{where}: {exc.kind} error: {exc}"
+        if isinstance(exc, LLMEvalError):
+            return f"{where}: {type(exc).__name__}: {exc}"
+        return None
+
+
+def _details(transcript: Transcript) -> str:
+    calls = ", ".join(
+        f"{c.name}({', '.join(f'{k}={v!r}' for k, v in c.params.items())})"
+        for c in transcript.tool_calls
+    )
+    response = transcript.response
+    if len(response) > 500:
+        response = response[:500] + "..."
+    return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"
+
+
+@functools.lru_cache(maxsize=256)
+def manifest_targets(directory: Path, rootdir: Path) -> frozenset[Path]:
+    """Data files named by the ``*.llmeval.yaml`` manifests in ``directory``.
+
+    Such a data file is collected through its manifest only, never on its own as well.
+    """
+    targets = set()
+    for manifest in sorted(directory.glob("*.llmeval.yaml")):
+        try:
+            data = read_manifest(manifest, display_path(manifest, rootdir))
+        except CaseFileError:
+            continue  # the manifest reports its own problem when it is collected
+        targets.add((directory / data["data"]).resolve())
+    return frozenset(targets)

@@ -1,0 +1,147 @@
+"""Run agents ahead of pytest's item loop, with bounded concurrency (DESIGN §7).
+
+pytest runs one item at a time; model calls are I/O. The dispatcher owns an asyncio loop in a
+background thread. When an item asks for its transcript, the dispatcher also starts the agents
+of the next items this process will run (up to ``concurrency`` in flight), so the next item
+usually finds its transcript ready. A transcript is handed out once and then dropped, so memory
+stays bounded by the look-ahead window.
+
+Results never depend on concurrency: every case runs in its own task with its own cassette
+scope, and nothing a case sees depends on what ran before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from pytest_llmeval.agent import run_agent
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.models import EvalCase, Transcript
+from pytest_llmeval.runners.replay import case_scope
+
+T = TypeVar("T")
+
+Job = tuple[EvalCase, Any, ToolBroker]
+"""What one case needs to run: the case, its agent, its broker."""
+
+JobLookup = Callable[[int], Job | None]
+"""Given a position in the run order, the job there if it can start now (else ``None``)."""
+
+
+class Dispatcher:
+    """Background event loop plus a run-ahead window over the items of this process."""
+
+    def __init__(self, concurrency: int, timeout_s: float):
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._futures: dict[str, concurrent.futures.Future[Transcript]] = {}
+        self._order: list[str] = []
+        self._position: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def main() -> None:
+                asyncio.set_event_loop(loop)
+                self._semaphore = asyncio.Semaphore(self.concurrency)
+                ready.set()
+                loop.run_forever()
+
+            self._thread = threading.Thread(target=main, name="llmeval-dispatch", daemon=True)
+            self._thread.start()
+            ready.wait()
+            self._loop = loop
+        return self._loop
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the dispatcher's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
+
+    def close(self) -> None:
+        """Cancel what is still running and stop the loop."""
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+
+        async def _cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        loop.close()
+
+    # -- run order ---------------------------------------------------------------------------
+
+    def set_order(self, keys: Sequence[str]) -> None:
+        """The keys (node ids) of the cases this process will run, in the order it runs them."""
+        self._order = list(keys)
+        self._position = {key: i for i, key in enumerate(self._order)}
+
+    # -- transcripts -------------------------------------------------------------------------
+
+    def transcript(self, key: str, job: Job, lookup: JobLookup | None = None) -> Transcript:
+        """The transcript of case ``key``; starts the next cases of the run order on the way."""
+        future = self._submit(key, job)
+        position = self._position.get(key)
+        if lookup is not None and position is not None:
+            end = min(len(self._order), position + 1 + self.concurrency)
+            for ahead in range(position + 1, end):
+                next_key = self._order[ahead]
+                if next_key in self._futures:
+                    continue
+                next_job = lookup(ahead)
+                if next_job is not None:
+                    self._submit(next_key, next_job)
+        try:
+            return future.result()
+        finally:
+            with self._lock:
+                self._futures.pop(key, None)
+
+    def _submit(self, key: str, job: Job) -> concurrent.futures.Future[Transcript]:
+        with self._lock:
+            future = self._futures.get(key)
+            if future is None:
+                future = asyncio.run_coroutine_threadsafe(self._run(*job), self._ensure_loop())
+                self._futures[key] = future
+        return future
+
+    async def _run(self, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
+        assert self._semaphore is not None
+        async with self._semaphore:
+            with case_scope():
+                try:
+                    return await asyncio.wait_for(
+                        run_agent(agent, case, broker), timeout=self.timeout_s
+                    )
+                except asyncio.TimeoutError:
+                    return _fault(f"timed out after {self.timeout_s:g}s", "timeout")
+                except RunnerError as exc:
+                    return _fault(str(exc), exc.kind)
+                except Exception as exc:
+                    return _fault(f"{type(exc).__name__}: {exc}", "agent")
+
+
+def _fault(message: str, kind: str) -> Transcript:
+    return Transcript(stop_reason="error", error=message, error_kind=kind)

@@ -1,0 +1,47 @@
+"""Aggregate case results into the report: totals, per suite, per category, fingerprints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_llmeval import __version__
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.suites.base import SuiteRegistry, base_totals
+
+REPORT_VERSION = "1.0.0"
+
+
+def build_report(
+    results: Sequence[CaseResult],
+    suites: SuiteRegistry,
+    datasets: dict[str, str],
+    runners: dict[str, dict[str, Any]],
+    extra_fingerprints: dict[str, str | None],
+) -> dict[str, Any]:
+    """The ``report.json`` body. Results must be sorted; nothing here depends on timing."""
+    by_suite: dict[str, list[CaseResult]] = {}
+    for result in results:
+        by_suite.setdefault(result.suite, []).append(result)
+    suite_reports: dict[str, Any] = {}
+    for name, rows in sorted(by_suite.items()):
+        suite = suites.get(name)
+        body = suite.aggregate(rows) if suite is not None else base_totals(rows)
+        categories: dict[str, list[CaseResult]] = {}
+        for row in rows:
+            categories.setdefault(row.category or "(none)", []).append(row)
+        body["categories"] = {cat: base_totals(r) for cat, r in sorted(categories.items())}
+        suite_reports[name] = body
+    runner_ids = sorted(runners)
+    return {
+        "report_version": REPORT_VERSION,
+        "plugin_version": __version__,
+        "totals": base_totals(results),
+        "suites": suite_reports,
+        "datasets": dict(sorted(datasets.items())),
+        "dataset_sha256": fingerprint(sorted(datasets.items())),
+        "runner_fingerprint": runner_ids[0] if len(runner_ids) == 1 else None,
+        "runners": {rid: runners[rid] for rid in runner_ids},
+        **extra_fingerprints,
+    }

@@ -1,0 +1,48 @@
+"""Writing the run dir: atomic files (temp file + rename), JSON and JSONL in a stable form."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+def new_run_dir(output_root: Path, now: datetime | None = None) -> tuple[Path, str]:
+    """A fresh ``<YYYYMMDDTHHMMSSZ>_<run_id>`` folder under ``output_root``."""
+    now = now or datetime.now(timezone.utc)
+    run_id = uuid.uuid4().hex[:12]
+    path = output_root / f"{now.strftime('%Y%m%dT%H%M%SZ')}_{run_id}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path, run_id
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: readers see the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(value: Any) -> str:
+    """Pretty JSON with sorted keys and a final newline: stable, diff-friendly."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, dumps(value))
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
+    lines = (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+    write_text(path, "".join(lines))

@@ -1,0 +1,67 @@
+"""Human-readable summaries: terminal lines and ``summary.md``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_llmeval.models import CaseResult
+
+MAX_LISTED_FAILURES = 50
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _counts(totals: dict[str, Any]) -> str:
+    return (
+        f"{totals['passed']}/{totals['total']} passed ({_rate(totals['pass_rate'])}), "
+        f"{totals['failed']} failed, {totals['errors']} errors, {totals['skipped']} skipped"
+    )
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """One line per suite, then one per category of that suite."""
+    lines = []
+    for name, body in report["suites"].items():
+        lines.append(f"{name}: {_counts(body)}")
+        categories = body.get("categories", {})
+        if len(categories) > 1:
+            for category, totals in categories.items():
+                lines.append(f"  {category}: {_counts(totals)}")
+    lines.append(f"all: {_counts(report['totals'])}")
+    return lines
+
+
+def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
+    """``summary.md``: suite table, category table, then the failing and erroring cases."""
+    out = ["# pytest-llmeval summary", ""]
+    out += ["| suite | cases | passed | failed | errors | skipped | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, body in report["suites"].items():
+        out.append(_row(name, body))
+    out.append(_row("**all**", report["totals"]))
+    out += ["", "## By category", ""]
+    out += ["| suite | category | cases | passed | failed | errors | skipped | pass rate |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name, body in report["suites"].items():
+        for category, totals in body.get("categories", {}).items():
+            out.append(_row(f"{name} | {category}", totals))
+    bad = [r for r in results if r.outcome in ("failed", "error")]
+    if bad:
+        out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
+        for result in bad[:MAX_LISTED_FAILURES]:
+            message = (result.error or "").replace("\n", " ")
+            if len(message) > 200:
+                message = message[:200] + "..."
+            out.append(f"- `{result.nodeid}` ({result.outcome}): {message}")
+        if len(bad) > MAX_LISTED_FAILURES:
+            out.append(f"- ... and {len(bad) - MAX_LISTED_FAILURES} more (see results.jsonl)")
+    out += ["", f"runner: `{report.get('runner_fingerprint')}`", f"dataset: `{report['dataset_sha256']}`", ""]
+    return "\n".join(out)
+
+
+def _row(label: str, totals: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {totals['total']} | {totals['passed']} | {totals['failed']} | "
+        f"{totals['errors']} | {totals['skipped']} | {_rate(totals['pass_rate'])} |"
+    )

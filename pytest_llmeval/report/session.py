@@ -1,0 +1,159 @@
+"""The controller-side session reporter: collects every case result and writes the run dir.
+
+Registered only where ``workerinput`` is absent (the controller, or a run without xdist):
+results reach it on the test reports, from this process or from xdist workers alike.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmeval import __version__
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.errors import LLMEvalError
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report import console
+from pytest_llmeval.report.aggregate import build_report
+from pytest_llmeval.report.artifacts import new_run_dir, write_json, write_jsonl, write_text
+from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.suites.base import CaseSource
+from pytest_llmeval.state import LLMEvalState
+
+session_report_key = pytest.StashKey["SessionReport"]()
+
+
+class SessionReport:
+    """Collects :class:`CaseResult` s as reports arrive; writes artifacts at session end."""
+
+    def __init__(self, state: LLMEvalState):
+        self.state = state
+        self.results: dict[str, CaseResult] = {}
+        self.runners: dict[str, dict[str, Any]] = {}
+        self.started = datetime.now(timezone.utc)
+        self.run_dir: Path | None = None
+        self.run_id = ""
+        self.report: dict[str, Any] | None = None
+        self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
+        self.write_error: str | None = None
+
+    # -- collecting --------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "llmeval", None)
+        if data is None:
+            return
+        result = CaseResult.model_validate(data)
+        self.results[result.nodeid] = result
+        runner = getattr(report, "llmeval_runner", None)
+        if runner and result.runner_fingerprint:
+            self.runners.setdefault(result.runner_fingerprint, runner)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results:
+            return
+        try:
+            self._write()
+        except (OSError, LLMEvalError) as exc:
+            self.write_error = f"could not write the run dir: {exc}"
+
+    def _write(self) -> None:
+        settings = self.state.settings
+        if settings.run_dir is not None:
+            self.run_dir, self.run_id = settings.run_dir, settings.run_dir.name
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.run_dir, self.run_id = new_run_dir(settings.output_root, self.started)
+        results = [self.results[key] for key in sorted(self.results)]
+        datasets = self._dataset_hashes(results)
+        ctx = self.state.context
+        broker = ToolBroker.from_dir(settings.fixtures)
+        self.report = build_report(
+            results,
+            self.state.suites,
+            datasets,
+            self.runners,
+            {
+                "tool_registry_sha256": ctx.registry.fingerprint() if len(ctx.registry) else None,
+                "fixtures_sha256": broker.fingerprint(),
+            },
+        )
+        self.file_artifacts = self._suite_artifacts(results)
+        for name, value in self.file_artifacts:
+            write_json(self.run_dir / name, value)
+        write_jsonl(self.run_dir / "results.jsonl", (r.model_dump(mode="json") for r in results))
+        write_jsonl(
+            self.run_dir / "errors.jsonl",
+            (r.model_dump(mode="json") for r in results if r.outcome == "error"),
+        )
+        write_json(self.run_dir / "report.json", self.report)
+        write_text(self.run_dir / "summary.md", console.summary_markdown(self.report, results))
+        finished = datetime.now(timezone.utc)
+        write_json(
+            self.run_dir / "manifest.json",
+            {
+                "run_id": self.run_id,
+                "plugin_version": __version__,
+                "python": sys.version.split()[0],
+                "pytest": pytest.__version__,
+                "started": self.started.isoformat(),
+                "finished": finished.isoformat(),
+                "duration_s": round((finished - self.started).total_seconds(), 3),
+                "settings": settings.public_dict(),
+                "invocation": list(self.state.config.invocation_params.args),
+                "artifacts": sorted(
+                    ["results.jsonl", "errors.jsonl", "report.json", "summary.md"]
+                    + [name for name, _ in self.file_artifacts]
+                ),
+            },
+        )
+
+    def _dataset_hashes(self, results: list[CaseResult]) -> dict[str, str]:
+        rootdir = self.state.settings.rootdir
+        hashes: dict[str, str] = {}
+        for name in sorted({r.file for r in results}):
+            path = rootdir / name
+            if path.is_file():
+                hashes[name] = file_sha256(path)
+        return hashes
+
+    def _suite_artifacts(self, results: list[CaseResult]) -> list[tuple[str, dict[str, Any]]]:
+        rootdir = self.state.settings.rootdir
+        by_file: dict[tuple[str, str], list[CaseResult]] = {}
+        for result in results:
+            by_file.setdefault((result.suite, result.file), []).append(result)
+        out: list[tuple[str, dict[str, Any]]] = []
+        for (suite_name, file), rows in sorted(by_file.items()):
+            suite = self.state.suites.get(suite_name)
+            if suite is None or not (rootdir / file).is_file():
+                continue
+            source = CaseSource(path=rootdir / file, display=file)
+            artifacts = suite.file_artifacts(source, rows, self.state.context, self.run_id)
+            out.extend(sorted(artifacts.items()))
+        return out
+
+    # -- terminal ----------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.results and self.write_error is None:
+            return
+        terminalreporter.section("llmeval")
+        if self.report is not None:
+            for line in console.summary_lines(self.report):
+                terminalreporter.write_line(line)
+        for name, value in self.file_artifacts:
+            suite = self.state.suites.get(name.split("/", 1)[0])
+            if suite is not None:
+                for line in suite.console_lines(value):
+                    terminalreporter.write_line(line)
+        if self.write_error is not None:
+            terminalreporter.write_line(f"llmeval: {self.write_error}", red=True)
+        elif self.run_dir is not None:
+            terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")

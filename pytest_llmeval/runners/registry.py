@@ -1,0 +1,87 @@
+"""Runners by name: built-ins, entry points (``pytest_llmeval.runners``) and conftest hooks.
+
+A factory takes the :class:`Settings` and returns a :class:`Runner` or an
+:class:`AgentEndpoint`. Imports are lazy so that an unused runner costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.settings import Settings
+
+RunnerFactory = Callable[[Settings], Any]
+
+
+def _replay(settings: Settings) -> Any:
+    from pytest_llmeval.runners.replay import CassetteStore, ReplayRunner
+
+    return ReplayRunner(CassetteStore(settings.cassettes), select=settings.replay_from)
+
+
+def _echo(settings: Settings) -> Any:
+    from pytest_llmeval.runners.echo import EchoRunner
+
+    return EchoRunner()
+
+
+def _http_agent(settings: Settings) -> Any:
+    from pytest_llmeval.runners.http_agent import HttpAgentRunner
+
+    assert settings.agent_url is not None
+    return HttpAgentRunner(settings.agent_url, timeout_s=settings.timeout)
+
+
+class RunnerRegistry:
+    """Factories by runner name."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, RunnerFactory] = {
+            "replay": _replay,
+            "echo": _echo,
+            "http-agent": _http_agent,
+        }
+        for ep in entry_points(group="pytest_llmeval.runners"):
+            self._factories.setdefault(ep.name, _lazy_entry_point(ep))
+
+    def register(self, name: str, factory: RunnerFactory) -> None:
+        """Add or replace a runner (a conftest's ``pytest_llmeval_register_runners``)."""
+        self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def create(self, settings: Settings) -> Any:
+        """Build the runner named in the settings, wrapped for cassettes when asked."""
+        factory = self._factories.get(settings.runner)
+        if factory is None:
+            raise ConfigError(
+                f"unknown runner {settings.runner!r} (--llmeval-runner); known runners: "
+                f"{', '.join(self.names())}"
+            )
+        runner = factory(settings)
+        if settings.record is None or settings.runner == "replay":
+            if settings.runner == "replay" and settings.record in ("new", "all"):
+                raise ConfigError(
+                    f"--llmeval-record {settings.record} needs a live runner to record from: "
+                    "add --llmeval-runner NAME"
+                )
+            return runner
+        if not hasattr(runner, "generate"):
+            raise ConfigError(
+                f"runner {settings.runner!r} is an agent endpoint; cassettes record model "
+                "calls only, so --llmeval-record does not apply to it"
+            )
+        from pytest_llmeval.runners.replay import CassetteStore, RecordingRunner
+
+        return RecordingRunner(runner, CassetteStore(settings.cassettes), settings.record)
+
+
+def _lazy_entry_point(ep: Any) -> RunnerFactory:
+    def factory(settings: Settings) -> Any:
+        return ep.load()(settings)
+
+    return factory

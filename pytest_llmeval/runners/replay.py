@@ -1,0 +1,332 @@
+"""Cassettes: record model calls once, replay them offline and deterministically.
+
+Layout under the cassette root::
+
+    <root>/<runner-slug>-<fp12>/runner.json           the recorded runner's fingerprint dict
+    <root>/<runner-slug>-<fp12>/<key[:2]>/<key>.json  {"key", "request", "repeat", "completion"}
+
+``fp12`` is the first 12 hex characters of the runner fingerprint, ``key`` is
+:func:`cassette_key`: sha256 over the runner fingerprint, the request and its *repeat index*
+(the k-th identical request within one case, see :func:`case_scope`). Files are pretty-printed
+JSON with sorted keys so they diff well in git, and are written atomically (temp file in the
+same folder + ``os.replace``), so any number of xdist workers may record at once.
+
+:class:`RecordingRunner` wraps a live runner (``--llmeval-record none|new|all``);
+:class:`ReplayRunner` replays a recorded folder with no live backend at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar, Token
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
+from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.runners.base import Completion, GenerateRequest, Runner
+
+RecordMode = Literal["none", "new", "all"]
+
+RUNNER_FILE = "runner.json"
+_RECORD_HINT = (
+    "record it by running once with a live runner and `--llmeval-record new` "
+    "(`--llmeval-record all` re-records everything)"
+)
+
+# ---------------------------------------------------------------------------- repeat index
+
+_case_counts: ContextVar[dict[str, int] | None] = ContextVar(
+    "pytest_llmeval_cassette_case", default=None
+)
+_counts_lock = threading.Lock()
+
+
+def begin_case() -> Token[dict[str, int] | None]:
+    """Start counting repeated requests for one case; pass the token to :func:`end_case`.
+
+    The counter is a fresh dict stored in a context variable and mutated in place, so asyncio
+    tasks created inside the case (which copy the context) share it. Enter it once per case,
+    inside that case's own task, never around several cases.
+    """
+    return _case_counts.set({})
+
+
+def end_case(token: Token[dict[str, int] | None]) -> None:
+    """Stop counting for the case :func:`begin_case` started."""
+    _case_counts.reset(token)
+
+
+@contextlib.contextmanager
+def case_scope() -> Iterator[None]:
+    """``with case_scope(): ...`` around everything one case does (sync or async code)."""
+    token = begin_case()
+    try:
+        yield
+    finally:
+        end_case(token)
+
+
+def next_repeat_index(request_id: str) -> int:
+    """How many times ``request_id`` was seen before in the current case (0 outside a case)."""
+    counts = _case_counts.get()
+    if counts is None:
+        return 0
+    with _counts_lock:
+        index = counts.get(request_id, 0)
+        counts[request_id] = index + 1
+    return index
+
+
+# ---------------------------------------------------------------------------- keys and store
+
+
+def runner_slug(name: str) -> str:
+    """``name`` reduced to ``[a-z0-9-]`` (``"OpenAI HTTP/gpt"`` → ``"openai-http-gpt"``)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug or "runner"
+
+
+def _request_id(runner_fp: dict[str, Any], request: GenerateRequest) -> str:
+    """Identifies a request to a runner regardless of its repeat index."""
+    return fingerprint({"runner": runner_fp, "request": request.model_dump(mode="json")})
+
+
+def cassette_key(runner_fp: dict[str, Any], request: GenerateRequest, repeat: int) -> str:
+    """sha256 of ``{"runner": runner_fp, "request": <request JSON>, "repeat": repeat}``."""
+    return fingerprint(
+        {"runner": runner_fp, "request": request.model_dump(mode="json"), "repeat": repeat}
+    )
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``:
+    readers see the old file or the new one, never half of one; concurrent writers are safe."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        for attempt in range(10):
+            try:
+                os.replace(tmp_name, path)
+                break
+            except PermissionError:  # Windows: the target is open in another process
+                if attempt == 9:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
+class CassetteStore:
+    """Content-addressed cassette files under ``root``."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def folder(self, runner_name: str, runner_fp: dict[str, Any]) -> Path:
+        """The folder of one recorded runner: ``<root>/<slug>-<fp12>``."""
+        return self.root / f"{runner_slug(runner_name)}-{fingerprint(runner_fp)[:12]}"
+
+    @staticmethod
+    def path(folder: Path, key: str) -> Path:
+        return folder / key[:2] / f"{key}.json"
+
+    def recorded(self) -> list[Path]:
+        """Recorded runner folders (those holding ``runner.json``), sorted by name."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if (p / RUNNER_FILE).is_file())
+
+    @staticmethod
+    def read_runner(folder: Path) -> dict[str, Any]:
+        """The fingerprint dict in ``folder/runner.json``; ConfigError when unusable."""
+        path = folder / RUNNER_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cassettes: cannot read {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"cassettes: {path} must hold a JSON object")
+        return data
+
+    @staticmethod
+    def write_runner(folder: Path, runner_fp: dict[str, Any]) -> None:
+        """Write ``runner.json`` once (concurrent identical writes are harmless)."""
+        path = folder / RUNNER_FILE
+        if not path.exists():
+            write_atomic(path, _pretty_json(runner_fp))
+
+    def get(self, folder: Path, key: str) -> Completion | None:
+        """The recorded completion for ``key``, or ``None`` when there is none."""
+        path = self.path(folder, key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise RunnerError(f"cannot read cassette {path}: {exc}", kind="cassette") from exc
+        try:
+            return Completion.model_validate(json.loads(text)["completion"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise RunnerError(
+                f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
+            ) from exc
+
+    def put(
+        self,
+        folder: Path,
+        key: str,
+        request: GenerateRequest,
+        repeat: int,
+        completion: Completion,
+    ) -> Path:
+        """Record one call; returns the cassette's path."""
+        path = self.path(folder, key)
+        record = {
+            "key": key,
+            "request": request.model_dump(mode="json"),
+            "repeat": repeat,
+            "completion": completion.model_dump(mode="json"),
+        }
+        write_atomic(path, _pretty_json(record))
+        return path
+
+
+def _miss(folder: Path, key: str, repeat: int, why: str) -> CassetteMiss:
+    return CassetteMiss(
+        f"{why}: no cassette for this request in {folder} "
+        f"(key {key[:12]}…, repeat {repeat}); {_RECORD_HINT}"
+    )
+
+
+# ---------------------------------------------------------------------------- runners
+
+
+class RecordingRunner:
+    """Wraps a live runner with cassettes.
+
+    ``none``: replay only, a miss raises :class:`CassetteMiss`; ``new``: replay what is
+    recorded, call the live runner and record the rest; ``all``: always call the live runner
+    and (over)write the cassette. ``name`` and ``fingerprint()`` are the inner runner's, so
+    results and baselines line up with live runs.
+    """
+
+    def __init__(self, inner: Runner, store: CassetteStore, mode: RecordMode = "new") -> None:
+        if mode not in ("none", "new", "all"):
+            raise ConfigError(f"unknown record mode {mode!r} (expected none, new or all)")
+        self.inner = inner
+        self.store = store
+        self.mode: RecordMode = mode
+        self.name = inner.name
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.inner.fingerprint()
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        runner_fp = self.inner.fingerprint()
+        folder = self.store.folder(self.inner.name, runner_fp)
+        repeat = next_repeat_index(_request_id(runner_fp, request))
+        key = cassette_key(runner_fp, request, repeat)
+        if self.mode != "all":
+            recorded = self.store.get(folder, key)
+            if recorded is not None:
+                return recorded
+            if self.mode == "none":
+                raise _miss(folder, key, repeat, f"{self.name}: recording is off")
+        completion = await self.inner.generate(request)
+        self.store.write_runner(folder, runner_fp)
+        self.store.put(folder, key, request, repeat, completion)
+        return completion
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class ReplayRunner:
+    """Replays one recorded runner folder; no live backend, so a miss is always an error.
+
+    With one recorded folder under the root it is used; with several, ``select`` (a folder
+    name, a prefix of one, or a runner name) chooses. ``fingerprint()`` is the recorded
+    runner's, so results line up with the live run that recorded them.
+    """
+
+    name = "replay"
+
+    def __init__(self, store: CassetteStore, select: str | None = None) -> None:
+        self.store = store
+        self.folder = _select_folder(store, select)
+        self.recorded_fingerprint = store.read_runner(self.folder)
+
+    @property
+    def recorded_name(self) -> str:
+        """The recorded runner's name as its folder spells it (slugged)."""
+        return self.folder.name.rsplit("-", 1)[0]
+
+    def fingerprint(self) -> dict[str, Any]:
+        return dict(self.recorded_fingerprint)
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        runner_fp = self.recorded_fingerprint
+        repeat = next_repeat_index(_request_id(runner_fp, request))
+        key = cassette_key(runner_fp, request, repeat)
+        recorded = self.store.get(self.folder, key)
+        if recorded is None:
+            raise _miss(self.folder, key, repeat, "replay")
+        return recorded
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _select_folder(store: CassetteStore, select: str | None) -> Path:
+    how = (
+        "choose one with `--llmeval-replay-from <folder>` "
+        "(a folder name, a prefix of one, or a runner name)"
+    )
+    if not store.root.is_dir():
+        raise ConfigError(f"replay: no cassette folder at {store.root}; {_RECORD_HINT}")
+    folders = store.recorded()
+    if not folders:
+        raise ConfigError(
+            f"replay: no recorded runner under {store.root} (no */{RUNNER_FILE}); {_RECORD_HINT}"
+        )
+    names = ", ".join(f.name for f in folders)
+    if select is None:
+        if len(folders) == 1:
+            return folders[0]
+        raise ConfigError(
+            f"replay: {len(folders)} recorded runners under {store.root}: {names}; {how}"
+        )
+    wanted = Path(select).name if ("/" in select or os.sep in select) else select
+    exact = [f for f in folders if f.name == wanted]
+    if exact:
+        return exact[0]
+    matches = [
+        f
+        for f in folders
+        if f.name.startswith(wanted) or f.name.rsplit("-", 1)[0] == runner_slug(wanted)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    problem = "matches several" if matches else "matches none"
+    found = ", ".join(f.name for f in matches) if matches else names
+    raise ConfigError(
+        f"replay: {select!r} {problem} of the recorded runners under {store.root}: {found}; {how}"
+    )

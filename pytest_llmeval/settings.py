@@ -1,0 +1,298 @@
+"""One frozen Settings model, built from the command line, the ini file and the environment.
+
+Precedence: command-line option > ini key ``llmeval_<noun>`` > environment variable
+``PYTEST_LLMEVAL_<NOUN>`` > default. Paths are resolved against the rootdir.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+RecordMode = Literal["none", "new", "all"]
+
+DEFAULT_FILE_GLOBS = (
+    "*.golden.json",
+    "*.labeled.json",
+    "*.eval.json",
+    "*.eval.jsonl",
+    "*.llmeval.yaml",
+)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One ``--llmeval-<noun>`` option: its ini key, default and help text."""
+
+    noun: str
+    help: str
+    default: Any = None
+    type: str = "string"  # string | int | float | path | choice | bool | args
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--llmeval-{self.noun}"
+
+    @property
+    def dest(self) -> str:
+        return "llmeval_" + self.noun.replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return "PYTEST_LLMEVAL_" + self.noun.replace("-", "_").upper()
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "runner",
+        "Backend that answers the cases: replay (recorded cassettes, the offline default), "
+        "echo (smoke test), http-agent (your agent's HTTP endpoint), or a runner registered "
+        "by a plugin or conftest.",
+        default="replay",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "agent-url",
+        "URL of the agent endpoint for the http-agent runner (POST {message}).",
+        metavar="URL",
+    ),
+    OptionSpec(
+        "cassettes",
+        "Folder of recorded model calls used by replay and --llmeval-record.",
+        default="fixtures/cassettes",
+        type="path",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "record",
+        "Cassette mode for a live runner: none = replay only, a miss is an error; "
+        "new = record what is missing; all = re-record everything. Off when not given.",
+        type="choice",
+        choices=("none", "new", "all"),
+    ),
+    OptionSpec(
+        "replay-from",
+        "Which recorded runner replay plays back when the cassette folder holds several "
+        "(a folder name, its prefix, or a runner name).",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "fixtures",
+        "Folder of tool fixture files (*.jsonl of {name, key, result}) the broker serves.",
+        default="fixtures/tools",
+        type="path",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "tool-registry",
+        "JSON file of tool definitions ({tools: [{name, description, version, parameters}]}) "
+        "offered to the model and used for tool-forge staleness checks.",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "concurrency",
+        "Cases whose agents run at once, ahead of the test loop, in each process.",
+        default=8,
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "timeout",
+        "Seconds one case may take before it is an error.",
+        default=60.0,
+        type="float",
+        metavar="SECONDS",
+    ),
+    OptionSpec(
+        "max-turns",
+        "Model calls the agent loop may make for a case that does not set its own.",
+        default=5,
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "seed-manifest",
+        "JSON file that {{seed:...}} tokens in tool-forge assertions resolve against.",
+        default="evals/seed-manifest.json",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "snapshot",
+        "JSON file that {{snapshot:...}} tokens resolve against; without it they are "
+        "unresolved and their assertions skipped.",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "baseline",
+        "A previous run dir to compare with: tool-forge files report regressions and new "
+        "passes against its toolforge/ results.",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "run-dir",
+        "Write this session's artifacts exactly into DIR.",
+        type="path",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "output-root",
+        "Where a new timestamped run dir is made when --llmeval-run-dir is not given.",
+        default=".llmeval/runs",
+        type="path",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "hash-scheduling",
+        "With -n: give each case to worker sha256(case id) mod N (yes), or keep xdist's "
+        "own load scheduling (no).",
+        default="yes",
+        type="choice",
+        choices=("yes", "no"),
+    ),
+)
+
+
+class Settings(BaseModel):
+    """Everything the plugin was told, resolved and validated once per session."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rootdir: Path
+    """The pytest rootdir; relative paths are resolved against it."""
+    runner: str = "replay"
+    """Runner name."""
+    agent_url: str | None = None
+    """Agent endpoint URL for ``http-agent``."""
+    cassettes: Path
+    """Cassette folder."""
+    record: RecordMode | None = None
+    """Cassette mode; ``None`` means no cassettes for a live runner."""
+    replay_from: str | None = None
+    """Recorded runner to replay when there are several."""
+    fixtures: Path
+    """Tool fixture folder."""
+    tool_registry: Path | None = None
+    """Tool registry file."""
+    concurrency: int = 8
+    """Agents in flight per process."""
+    timeout: float = 60.0
+    """Per-case timeout in seconds."""
+    max_turns: int = 5
+    """Default model calls per case."""
+    seed_manifest: Path
+    """Seed manifest for ``{{seed:...}}`` tokens."""
+    snapshot: Path | None = None
+    """Snapshot file for ``{{snapshot:...}}`` tokens."""
+    baseline: Path | None = None
+    """Previous run dir to diff against."""
+    run_dir: Path | None = None
+    """Exact run dir, when given."""
+    output_root: Path
+    """Parent of new run dirs."""
+    hash_scheduling: bool = True
+    """Whether the xdist hash scheduler is used with ``-n``."""
+    file_globs: tuple[str, ...] = DEFAULT_FILE_GLOBS
+    """File name patterns that are looked at as eval files."""
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings as JSON-safe values, for the run manifest."""
+        return self.model_dump(mode="json")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every ``--llmeval-*`` option and ``llmeval_*`` ini key."""
+    group = parser.getgroup("llmeval", "evaluate LLMs and agents (pytest-llmeval)")
+    for spec in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": spec.dest, "default": None, "help": _help(spec)}
+        if spec.metavar:
+            kwargs["metavar"] = spec.metavar
+        if spec.choices:
+            kwargs["choices"] = list(spec.choices)
+        group.addoption(spec.flag, **kwargs)
+        parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
+    parser.addini(
+        "llmeval_files",
+        type="linelist",
+        help="file name globs that are looked at as eval files "
+        f"(default: {' '.join(DEFAULT_FILE_GLOBS)})",
+        default=list(DEFAULT_FILE_GLOBS),
+    )
+
+
+def _help(spec: OptionSpec) -> str:
+    text = spec.help
+    if spec.default is not None:
+        text += f" Default: {spec.default}."
+    return text + f" (ini: {spec.dest}, env: {spec.env})"
+
+
+def from_config(config: pytest.Config) -> Settings:
+    """Build the Settings for this session; a bad value raises ``pytest.UsageError``."""
+    rootdir = Path(config.rootpath)
+    values: dict[str, Any] = {"rootdir": rootdir}
+    for spec in OPTIONS:
+        raw, source = _lookup(config, spec)
+        values[spec.dest.removeprefix("llmeval_")] = _convert(spec, raw, source, rootdir)
+    values["file_globs"] = tuple(config.getini("llmeval_files") or DEFAULT_FILE_GLOBS)
+    if values["concurrency"] < 1:
+        raise pytest.UsageError("--llmeval-concurrency must be 1 or more")
+    if values["timeout"] <= 0:
+        raise pytest.UsageError("--llmeval-timeout must be a positive number of seconds")
+    if values["max_turns"] < 1:
+        raise pytest.UsageError("--llmeval-max-turns must be 1 or more")
+    if values["runner"] == "http-agent" and not values["agent_url"]:
+        raise pytest.UsageError(
+            "--llmeval-runner http-agent needs --llmeval-agent-url URL "
+            "(the endpoint that takes POST {message})"
+        )
+    return Settings(**values)
+
+
+def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
+    value = config.getoption(spec.dest, None)
+    if value is not None:
+        return value, spec.flag
+    ini = config.getini(spec.dest)
+    if ini not in (None, ""):
+        return ini, f"ini {spec.dest}"
+    env = os.environ.get(spec.env)
+    if env not in (None, ""):
+        return env, f"environment variable {spec.env}"
+    return spec.default, spec.flag
+
+
+def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    try:
+        if spec.type == "int":
+            return int(text)
+        if spec.type == "float":
+            return float(text)
+    except ValueError:
+        kind = "a whole number" if spec.type == "int" else "a number"
+        raise pytest.UsageError(f"{source} takes {kind}, got {text!r}") from None
+    if spec.type == "choice":
+        if text not in spec.choices:
+            raise pytest.UsageError(
+                f"{source} takes one of {', '.join(spec.choices)}, got {text!r}"
+            )
+        if spec.noun == "hash-scheduling":
+            return text == "yes"
+        return text
+    if spec.type == "path":
+        path = Path(text).expanduser()
+        return path if path.is_absolute() else rootdir / path
+    return text

@@ -1,0 +1,171 @@
+"""Per-process plugin state, on the controller and on every xdist worker alike.
+
+It holds the settings, the suite registry, the suite context and the dispatcher; it plans the
+run-ahead order once collection is done, and it turns an item's score into the
+:class:`CaseResult` that travels on the test report.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmeval import sharding
+from pytest_llmeval.dispatch import Dispatcher, Job
+from pytest_llmeval.errors import EvalFailure
+from pytest_llmeval.models import CaseResult, CaseScore, Transcript
+from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.settings import Settings
+from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
+
+if TYPE_CHECKING:
+    from pytest_llmeval.collect import EvalItem
+
+state_key = pytest.StashKey["LLMEvalState"]()
+
+
+class LLMEvalState:
+    def __init__(self, config: pytest.Config, settings: Settings, suites: SuiteRegistry):
+        self.config = config
+        self.settings = settings
+        self.suites = suites
+        self.dispatcher = Dispatcher(settings.concurrency, settings.timeout)
+        self._markers: set[str] = set()
+        self._order: list[EvalItem] = []
+
+    @functools.cached_property
+    def context(self) -> SuiteContext:
+        return SuiteContext.from_settings(self.settings)
+
+    def register_marker(self, name: str) -> None:
+        if name not in self._markers:
+            self._markers.add(name)
+            self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
+
+    # -- run-ahead ---------------------------------------------------------------------------
+
+    def plan(self, items: list[pytest.Item]) -> None:
+        """Work out which eval items this process runs, in order, for the dispatcher."""
+        from pytest_llmeval.collect import EvalItem
+
+        if hasattr(self.config, "workerinput"):
+            indices = sharding.run_order(self.config, items)
+            ordered = [items[i] for i in indices] if indices is not None else []
+        else:
+            ordered = list(items)
+        self._order = [i for i in ordered if isinstance(i, EvalItem) and i.case is not None]
+        self.dispatcher.set_order([item.nodeid for item in self._order])
+
+    def transcript_for(self, item: EvalItem) -> Transcript:
+        assert item.case is not None
+        job: Job = (item.case, item.funcargs["llmeval_agent"], item.funcargs["llmeval_broker"])
+        defs = _fixture_defs(item)
+
+        def lookup(position: int) -> Job | None:
+            other = self._order[position]
+            if other.case is None or other.case.skip_reason or _fixture_defs(other) != defs:
+                return None
+            return (other.case, job[1], job[2])
+
+        return self.dispatcher.transcript(item.nodeid, job, lookup)
+
+    # -- results -----------------------------------------------------------------------------
+
+    def make_result(self, item: EvalItem, score: CaseScore) -> CaseResult:
+        case, transcript = item.case, item.transcript
+        assert case is not None and transcript is not None
+        outcome = "skipped" if score.skipped else ("passed" if score.passed else "failed")
+        return CaseResult(
+            case_id=case.case_id,
+            suite=case.suite,
+            file=case.file,
+            line=case.line,
+            nodeid=item.nodeid,
+            category=case.category,
+            outcome=outcome,
+            passed=score.passed and not score.skipped,
+            error=score.skipped or score.failure,
+            scores=score.scores,
+            case_fingerprint=case.fingerprint,
+            duration_ms=round(transcript.duration_ms, 3),
+            response=transcript.response,
+            tool_calls=transcript.tool_calls,
+            usage=transcript.usage,
+            fixture_hits=transcript.fixture_hits,
+            fixture_misses=transcript.fixture_misses,
+            details=score.details,
+        )
+
+    def result_for_report(
+        self, item: EvalItem, report: pytest.TestReport, excinfo: Any
+    ) -> CaseResult | None:
+        """The result to attach to this phase's report, or ``None`` if the case goes on."""
+        if report.when == "call" and item.result is not None:
+            if report.failed and not isinstance(getattr(excinfo, "value", None), EvalFailure):
+                return _with(item.result, "error", _message(excinfo))
+            return item.result
+        if report.when == "teardown" or (report.when == "setup" and report.passed):
+            return None
+        outcome = "skipped" if report.skipped else "error"
+        message = _skip_reason(report) if report.skipped else _message(excinfo)
+        case = item.case
+        return CaseResult(
+            case_id=case.case_id if case else item.name,
+            suite=case.suite if case else item.suite_name,
+            file=case.file if case else item.data_display,
+            line=item.line,
+            nodeid=item.nodeid,
+            category=case.category if case else None,
+            outcome=outcome,
+            passed=False,
+            error=message,
+            case_fingerprint=case.fingerprint if case else "",
+        )
+
+
+def agent_fingerprint(agent: Any) -> dict[str, Any]:
+    """The agent's own fingerprint, or its class name for a user agent without one."""
+    method = getattr(agent, "fingerprint", None)
+    if callable(method):
+        return dict(method())
+    kind = type(agent)
+    return {"type": "agent", "class": f"{kind.__module__}.{kind.__qualname__}"}
+
+
+def runner_id(fp: dict[str, Any]) -> str:
+    return fingerprint(fp)
+
+
+def _fixture_defs(item: EvalItem) -> tuple[Any, ...]:
+    names = item._fixtureinfo.name2fixturedefs
+    defs = []
+    for name in ("llmeval_agent", "llmeval_broker"):
+        chain = names.get(name) or ()
+        last = chain[-1] if chain else None
+        if last is None or last.scope != "session":
+            return (object(),)  # never equal: no run-ahead for non-session fixtures
+        defs.append(last)
+    return tuple(defs)
+
+
+def _with(result: CaseResult, outcome: str, error: str) -> CaseResult:
+    return result.model_copy(update={"outcome": outcome, "passed": False, "error": error})
+
+
+def _message(excinfo: Any) -> str:
+    exc = getattr(excinfo, "value", None)
+    if exc is None:
+        return "error"
+    if isinstance(exc, EvalFailure):
+        return exc.message
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)

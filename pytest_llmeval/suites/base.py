@@ -1,0 +1,160 @@
+"""What a suite is, the context it works in, and the registry that finds suites by name.
+
+A suite knows one kind of eval file: it says whether a file is its own (``claims``), turns the
+file into cases (``load``), judges one transcript (``score``) and sums results up
+(``aggregate``, ``file_artifacts``). Suites never talk to a model and never import pytest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_llmeval.errors import CaseFileError, ConfigError
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
+from pytest_llmeval.report.fingerprint import canonical_json, sha256_hex
+from pytest_llmeval.settings import Settings
+from pytest_llmeval.tools import ToolRegistry
+
+
+@dataclass
+class SuiteContext:
+    """Session-wide inputs a suite may need; built once per process."""
+
+    settings: Settings
+    registry: ToolRegistry = field(default_factory=ToolRegistry)
+    seed: Any = None
+    """Parsed seed manifest, or ``None`` when the file does not exist."""
+    snapshot: Any = None
+    """Parsed snapshot, or ``None`` when none is configured."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SuiteContext:
+        return cls(
+            settings=settings,
+            registry=ToolRegistry.load(settings.tool_registry),
+            seed=_read_json(settings.seed_manifest, required=False),
+            snapshot=_read_json(settings.snapshot, required=True),
+        )
+
+
+def _read_json(path: Path | None, *, required: bool) -> Any:
+    if path is None:
+        return None
+    if not path.exists() and not required:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+
+
+@dataclass
+class CaseSource:
+    """One eval file as a suite sees it."""
+
+    path: Path
+    """The data file."""
+    display: str
+    """The data file relative to the rootdir (``/`` separators), for messages and results."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Options from a ``*.llmeval.yaml`` manifest (empty for a file collected on its own)."""
+
+
+LoadItem = EvalCase | CaseFileError
+
+
+class Suite(Protocol):
+    """A kind of eval file and its rules."""
+
+    name: str
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        """Whether a file (of which ``head`` is the first bytes) belongs to this suite."""
+        ...
+
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        """Cases of the file, each knowing its line; a broken record yields its error."""
+        ...
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        """Judge one transcript. Pure: same inputs, same score."""
+        ...
+
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        """Dataset metrics of this suite's results (already sorted by node id)."""
+        ...
+
+    def file_artifacts(
+        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
+    ) -> dict[str, Any]:
+        """Extra per-file artifacts, by file name relative to the run dir (JSON values)."""
+        ...
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        """Lines for the terminal summary from this suite's ``file_artifacts``."""
+        ...
+
+
+class SuiteRegistry:
+    """Suites by name, in the order they are asked to claim files."""
+
+    def __init__(self) -> None:
+        self._suites: dict[str, Suite] = {}
+
+    def register(self, suite: Suite) -> None:
+        self._suites[suite.name] = suite
+
+    def names(self) -> list[str]:
+        return list(self._suites)
+
+    def get(self, name: str) -> Suite | None:
+        return self._suites.get(name)
+
+    def claim(self, path: Path, head: bytes) -> Suite | None:
+        for suite in self._suites.values():
+            if suite.claims(path, head):
+                return suite
+        return None
+
+
+def default_suites() -> SuiteRegistry:
+    """The built-in suites, most specific first."""
+    from pytest_llmeval.suites.golden import GoldenSuite
+    from pytest_llmeval.suites.toolforge import ToolForgeSuite
+
+    registry = SuiteRegistry()
+    registry.register(ToolForgeSuite())
+    registry.register(GoldenSuite())
+    return registry
+
+
+def row_fingerprint(suite: str, row: Any) -> str:
+    """sha256 of a case row's canonical JSON, salted with the suite name."""
+    return sha256_hex(suite + "\n" + canonical_json(row))
+
+
+def fallback_case_id(row: Any) -> str:
+    """A stable id for a row without one: ``h`` + 12 hex digits of its canonical JSON."""
+    return "h" + sha256_hex(canonical_json(row))[:12]
+
+
+def base_totals(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """passed / failed / errors / skipped / total / pass_rate (over judged cases)."""
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    for result in results:
+        counts[result.outcome] += 1
+    judged = counts["passed"] + counts["failed"] + counts["error"]
+    return {
+        "total": len(results),
+        "passed": counts["passed"],
+        "failed": counts["failed"],
+        "errors": counts["error"],
+        "skipped": counts["skipped"],
+        "pass_rate": round(counts["passed"] / judged, 6) if judged else None,
+    }

@@ -1,0 +1,138 @@
+"""Typed reads of one case row, each failure a CaseFileError naming ``path:line`` and the field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_llmeval.errors import CaseFileError
+
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def json_type(value: Any) -> str:
+    """How JSON would call the type of ``value`` ('an object', 'a string' ...)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+class RowReader:
+    """Reads fields of one row; every problem names the file, the line and the field."""
+
+    def __init__(self, display: str, line: int, row: dict[str, Any], prefix: str = ""):
+        self.display = display
+        self.line = line
+        self.row = row
+        self.prefix = prefix
+
+    def error(self, field: str, message: str) -> CaseFileError:
+        return CaseFileError(self.display, self.line, message, field=self.prefix + field)
+
+    def child(self, field: str) -> RowReader:
+        """A reader for the object in ``field`` (which must be an object)."""
+        return RowReader(self.display, self.line, self.obj(field) or {}, self.prefix + field + ".")
+
+    def reject_unknown(self, known: Iterable[str]) -> None:
+        allowed = list(known)
+        for key in self.row:
+            if key not in allowed:
+                raise self.error(key, f"unknown field; expected one of {', '.join(allowed)}")
+
+    def _get(self, field: str, required: bool) -> Any:
+        if field not in self.row or self.row[field] is None:
+            if required:
+                raise self.error(field, "missing required field")
+            return None
+        return self.row[field]
+
+    def _expect(self, field: str, value: Any, ok: bool, expected: str) -> None:
+        if not ok:
+            raise self.error(field, f"expected {expected}, got {json_type(value)}")
+
+    def str(self, field: str, *, required: bool = False) -> str | None:
+        value = self._get(field, required)
+        if value is not None:
+            self._expect(field, value, isinstance(value, str), "a string")
+        return value
+
+    def id(self, field: str = "id") -> str | None:
+        """A case id: a non-empty string, or a whole number (turned into a string)."""
+        value = self._get(field, False)
+        if value is None:
+            return None
+        ok = (isinstance(value, str) and value.strip() != "") or (
+            isinstance(value, int) and not isinstance(value, bool)
+        )
+        self._expect(field, value, ok, "a non-empty string")
+        return str(value)
+
+    def bool(self, field: str) -> bool | None:
+        value = self._get(field, False)
+        if value is not None:
+            self._expect(field, value, isinstance(value, bool), "true or false")
+        return value
+
+    def int(self, field: str, *, minimum: int | None = None) -> int | None:
+        value = self._get(field, False)
+        if value is None:
+            return None
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        self._expect(field, value, ok, "a whole number")
+        if minimum is not None and value < minimum:
+            raise self.error(field, f"expected a whole number >= {minimum}, got {value}")
+        return int(value)
+
+    def number(self, field: str) -> float | None:
+        value = self._get(field, False)
+        if value is None:
+            return None
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        self._expect(field, value, ok, "a number")
+        return float(value)
+
+    def obj(self, field: str, *, required: bool = False) -> dict[str, Any] | None:
+        value = self._get(field, required)
+        if value is not None:
+            self._expect(field, value, isinstance(value, dict), "an object")
+        return value
+
+    def str_list(self, field: str) -> list[str] | None:
+        value = self._get(field, False)
+        if value is None:
+            return None
+        self._expect(field, value, isinstance(value, list), "an array of strings")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.error(f"{field}[{i}]", f"expected a string, got {json_type(item)}")
+        return list(value)
+
+    def str_groups(self, field: str) -> list[list[str]] | None:
+        value = self._get(field, False)
+        if value is None:
+            return None
+        self._expect(field, value, isinstance(value, list), "an array of arrays of strings")
+        for i, group in enumerate(value):
+            if not isinstance(group, list):
+                raise self.error(f"{field}[{i}]", f"expected an array, got {json_type(group)}")
+            for j, item in enumerate(group):
+                if not isinstance(item, str):
+                    raise self.error(
+                        f"{field}[{i}][{j}]", f"expected a string, got {json_type(item)}"
+                    )
+        return [list(group) for group in value]
+
+    def number_map(self, field: str) -> dict[str, float] | None:
+        value = self.obj(field)
+        if value is None:
+            return None
+        for key, item in value.items():
+            if not isinstance(item, (int, float)) or isinstance(item, bool):
+                raise self.error(f"{field}.{key}", f"expected a number, got {json_type(item)}")
+        return {key: float(item) for key, item in value.items()}

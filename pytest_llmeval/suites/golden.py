@@ -1,0 +1,240 @@
+"""The golden suite: ``{id, category, input, expected_output, rubric, metadata, min_scores}`` rows.
+
+A case passes when every threshold holds: the manifest's per-category ``thresholds`` merged
+with the case's own ``min_scores`` (the case wins). With neither, ``exact_match >= 1`` applies
+when the case has an ``expected_output``. Scorers are looked up by name in :data:`SCORERS`,
+which stays open for judge and similarity scorers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_llmeval.errors import CaseFileError
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.scoring import text
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    SuiteContext,
+    base_totals,
+    fallback_case_id,
+    row_fingerprint,
+)
+from pytest_llmeval.suites.fields import RowReader
+from pytest_llmeval.suites.records import first_row, read_records
+
+Scorer = Callable[[str, dict[str, Any]], float]
+"""A scorer takes the response and the case's ``expect`` and returns a score in [0, 1]."""
+
+
+def _expected(expect: dict[str, Any]) -> str:
+    return str(expect.get("expected_output") or "")
+
+
+SCORERS: dict[str, Scorer] = {
+    "exact_match": lambda response, expect: text.exact_match(response, _expected(expect)),
+    "contains_keywords": lambda response, expect: text.contains_keywords(
+        response, expect.get("keywords") or []
+    ),
+    "regex": lambda response, expect: text.regex_match(response, expect.get("pattern") or ""),
+    "json_valid": lambda response, expect: text.json_valid(response),
+}
+"""Scorers by metric name. Register more with ``SCORERS[name] = fn``."""
+
+_FIELDS = (
+    "id",
+    "category",
+    "input",
+    "expected_output",
+    "rubric",
+    "metadata",
+    "min_scores",
+    "keywords",
+    "pattern",
+    "scorers",
+    "tools",
+    "stubs",
+    "max_turns",
+)
+_ROLES = ("system", "user", "assistant")
+
+
+class GoldenSuite:
+    """Golden datasets (seed 002)."""
+
+    name = "golden"
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        row = first_row(path, head)
+        return isinstance(row, dict) and "expected_output" in row
+
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        thresholds = _category_thresholds(source)
+        _, records = read_records(source)
+        for record in records:
+            if record.error is not None:
+                yield record.error
+                continue
+            try:
+                yield self._case(source, record.line, record.value, thresholds, ctx)
+            except CaseFileError as exc:
+                yield exc
+
+    def _case(
+        self,
+        source: CaseSource,
+        line: int,
+        row: dict[str, Any],
+        thresholds: dict[str, dict[str, float]],
+        ctx: SuiteContext,
+    ) -> EvalCase:
+        read = RowReader(source.display, line, row)
+        read.reject_unknown(_FIELDS)
+        case_id = read.id() or fallback_case_id(row)
+        category = read.str("category")
+        messages = _messages(read)
+        expected = read.str("expected_output")
+        keywords = read.str_list("keywords")
+        pattern = read.str("pattern")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise read.error("pattern", f"not a valid regular expression: {exc}") from None
+        min_scores = read.number_map("min_scores") or {}
+        read.number_map("rubric")
+        named = read.str_list("scorers") or []
+        wanted = {**thresholds.get(category or "", {}), **min_scores}
+        if not wanted and expected is not None:
+            wanted = {"exact_match": 1.0}
+        metrics = list(dict.fromkeys([*_default_metrics(expected, keywords, pattern), *named]))
+        metrics += [name for name in wanted if name not in metrics]
+        for name in metrics:
+            if name not in SCORERS:
+                field = "min_scores" if name in min_scores else "scorers"
+                raise read.error(
+                    f"{field}.{name}" if field == "min_scores" else field,
+                    f"no scorer named {name!r}; available: {', '.join(SCORERS)}",
+                )
+        if not wanted:
+            raise read.error(
+                "expected_output",
+                "the case has nothing to check: give expected_output, or min_scores "
+                "for keywords / pattern / scorers",
+            )
+        stubs = read.obj("stubs") or {}
+        tool_names = read.str_list("tools") or []
+        max_turns = read.int("max_turns", minimum=1) or ctx.settings.max_turns
+        return EvalCase(
+            case_id=case_id,
+            suite=self.name,
+            file=source.display,
+            line=line,
+            category=category,
+            messages=messages,
+            tools=ctx.registry.specs(tool_names) if tool_names else [],
+            tool_mode="stubs" if stubs else "broker",
+            stubs=stubs,
+            max_turns=max_turns,
+            expect={
+                "expected_output": expected,
+                "keywords": keywords,
+                "pattern": pattern,
+                "metrics": metrics,
+                "thresholds": wanted,
+            },
+            metadata={"rubric": row.get("rubric") or {}, **(read.obj("metadata") or {})},
+            fingerprint=row_fingerprint(self.name, row),
+        )
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        expect = case.expect
+        scores = {name: SCORERS[name](transcript.response, expect) for name in expect["metrics"]}
+        for name, minimum in expect["thresholds"].items():
+            if scores[name] < minimum:
+                return CaseScore(
+                    passed=False,
+                    scores=scores,
+                    failure=_failure(name, scores[name], minimum, expect, transcript.response),
+                )
+        return CaseScore(passed=True, scores=scores)
+
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        metrics: dict[str, list[float]] = {}
+        for result in results:
+            for name, value in result.scores.items():
+                metrics.setdefault(name, []).append(value)
+        return {
+            **base_totals(results),
+            "mean_scores": {
+                name: round(sum(values) / len(values), 6) for name, values in sorted(metrics.items())
+            },
+        }
+
+    def file_artifacts(
+        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
+    ) -> dict[str, Any]:
+        return {}
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        return []
+
+
+def _messages(read: RowReader) -> list[Message]:
+    value = read.row.get("input")
+    if isinstance(value, str):
+        return [Message(role="user", content=value)]
+    if not isinstance(value, list) or not value:
+        raise read.error(
+            "input", "expected a string or a non-empty array of {role, content} messages"
+        )
+    messages = []
+    for i, item in enumerate(value):
+        ok = (
+            isinstance(item, dict)
+            and item.get("role") in _ROLES
+            and isinstance(item.get("content"), str)
+        )
+        if not ok:
+            raise read.error(
+                f"input[{i}]", f"expected {{role: {'|'.join(_ROLES)}, content: string}}"
+            )
+        messages.append(Message(role=item["role"], content=item["content"]))
+    return messages
+
+
+def _default_metrics(expected: str | None, keywords: Any, pattern: str | None) -> list[str]:
+    names = []
+    if expected is not None:
+        names.append("exact_match")
+    if keywords:
+        names.append("contains_keywords")
+    if pattern is not None:
+        names.append("regex")
+    return names
+
+
+def _category_thresholds(source: CaseSource) -> dict[str, dict[str, float]]:
+    raw = source.options.get("thresholds") or {}
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise CaseFileError(
+            source.display, None, "expected {category: {metric: minimum}}", field="thresholds"
+        )
+    return {str(cat): {str(k): float(v) for k, v in m.items()} for cat, m in raw.items()}
+
+
+def _failure(name: str, got: float, minimum: float, expect: dict[str, Any], response: str) -> str:
+    head = f"{name}: {got:.2f} < {minimum:.2f}"
+    if name == "exact_match":
+        return f"{head} (expected {json.dumps(_expected(expect))}, got {json.dumps(response)})"
+    if name == "contains_keywords":
+        missing = [k for k in expect["keywords"] or [] if k.lower() not in response.lower()]
+        return f"{head} (missing {json.dumps(missing)})"
+    if name == "regex":
+        return f"{head} (/{expect['pattern']}/ not found in {json.dumps(response)})"
+    return head

@@ -1,0 +1,36 @@
+"""How suites read rows: JSONL streamed line by line, JSON arrays and envelopes element by element."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pytest_llmeval.loading import JsonDocument, Record, first_record, iter_jsonl
+from pytest_llmeval.suites.base import CaseSource
+
+
+def read_records(
+    source: CaseSource, array_key: str | None = "cases"
+) -> tuple[dict[str, Any] | None, Iterator[Record]]:
+    """The file's header (an envelope's other keys, else ``None``) and its records."""
+    if source.path.suffix == ".jsonl":
+        return None, iter_jsonl(source.path, source.display)
+    document = JsonDocument.read(source.path, source.display, array_key)
+    return document.header, document.records()
+
+
+def first_row(path: Path, head: bytes) -> Any:
+    """The first case row of a file from its first bytes (an envelope's first case), or None."""
+    value = first_record(head)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, dict) and isinstance(value.get("cases"), list):
+        cases = value["cases"]
+        return cases[0] if cases else {}
+    return value
+
+
+def is_envelope(head: bytes) -> bool:
+    value = first_record(head)
+    return isinstance(value, dict) and isinstance(value.get("cases"), list)

@@ -1,0 +1,288 @@
+"""The tool-forge suite: envelope or bare-array eval files with ``expect`` assertions.
+
+Loading validates every case up front (a typo in an ``expect`` key is an error, not a silently
+passing case); scoring is :func:`pytest_llmeval.scoring.toolforge.check_case`; each file also
+gets the contract's ``EvalSuiteResult`` as ``toolforge/<file stem>.json`` and its console
+summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_llmeval.errors import CaseFileError
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.scoring import toolforge as tf
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    SuiteContext,
+    base_totals,
+    fallback_case_id,
+    row_fingerprint,
+)
+from pytest_llmeval.suites.fields import RowReader
+from pytest_llmeval.suites.records import first_row, is_envelope, read_records
+
+_LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")
+_GROUP_FIELDS = ("toolsAcceptable", "responseContainsAny")
+_BOOL_FIELDS = ("noToolErrors", "responseNonEmpty")
+_EXPECT_FIELDS = (
+    *_LIST_FIELDS,
+    *_GROUP_FIELDS,
+    *_BOOL_FIELDS,
+    "toolParams",
+    "responseMatches",
+    "maxLatencyMs",
+    "maxTokens",
+)
+_PARAM_ASSERTIONS = ("equals", "contains", "oneOf", "exists", "notExists", "matches")
+_TIER_SUFFIX = re.compile(r"\.(golden|labeled)$")
+
+
+class ToolForgeSuite:
+    """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
+
+    name = "toolforge"
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        if is_envelope(head):
+            return True
+        row = first_row(path, head)
+        return isinstance(row, dict) and ("expect" in row or isinstance(row.get("input"), dict))
+
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        header, records = read_records(source)
+        tier = _tier(source, header)
+        for record in records:
+            if record.error is not None:
+                yield record.error
+                continue
+            try:
+                yield self._case(source, record.line, record.value, tier, ctx)
+            except CaseFileError as exc:
+                yield exc
+
+    def _case(
+        self, source: CaseSource, line: int, row: dict[str, Any], tier: str, ctx: SuiteContext
+    ) -> EvalCase:
+        read = RowReader(source.display, line, row)
+        case_id = read.id() or fallback_case_id(row)
+        description = read.str("description") or ""
+        message = read.child("input").str("message") if "input" in row else None
+        expect = _expect(read)
+        stubs = read.obj("stubs") or {}
+        max_turns = read.int("maxTurns", minimum=1) or ctx.settings.max_turns
+        category = read.str("category") if isinstance(row.get("category"), str) else None
+        known = {"id", "description", "input", "expect", "stubs", "maxTurns", "category"}
+        return EvalCase(
+            case_id=case_id,
+            suite=self.name,
+            file=source.display,
+            line=line,
+            category=category or tier,
+            messages=[Message(role="user", content=message)] if message is not None else [],
+            tools=_offered_tools(ctx, expect, stubs),
+            tool_mode="stubs" if stubs else "routing",
+            stubs=stubs,
+            max_turns=max_turns,
+            expect=expect,
+            metadata={
+                "description": description,
+                "tier": tier,
+                **{k: v for k, v in row.items() if k not in known},
+            },
+            fingerprint=row_fingerprint(self.name, row),
+            skip_reason=None if message is not None else "no input.message: the case cannot run",
+        )
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        outcome = tf.check_case(case.expect, case.stubs or None, transcript, ctx.seed, ctx.snapshot)
+        return CaseScore(
+            passed=outcome.passed,
+            scores={
+                "assertions_run": float(outcome.assertions_run),
+                "assertions_skipped": float(outcome.assertions_skipped),
+            },
+            failure=outcome.error,
+            details={
+                "assertionsRun": outcome.assertions_run,
+                "assertionsSkipped": outcome.assertions_skipped,
+                "skippedTokens": outcome.skipped_tokens,
+                "failures": outcome.failures,
+                "warnings": outcome.warnings,
+            },
+        )
+
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        return {
+            **base_totals(results),
+            "assertions_run": sum(int(r.details.get("assertionsRun", 0)) for r in results),
+            "assertions_skipped": sum(int(r.details.get("assertionsSkipped", 0)) for r in results),
+        }
+
+    def file_artifacts(
+        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
+    ) -> dict[str, Any]:
+        header, records = read_records(source)
+        tier = _tier(source, header)
+        metadata = (header or {}).get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else None
+        descriptions = {}
+        for record in records:
+            if isinstance(record.value, dict):
+                row_id = record.value.get("id")
+                case_id = str(row_id) if row_id is not None else fallback_case_id(record.value)
+                description = record.value.get("description")
+                descriptions[case_id] = description if isinstance(description, str) else ""
+        tool_name = _tool_name(source, metadata)
+        tool = ctx.registry.get(tool_name)
+        registry_size = len(ctx.registry) if len(ctx.registry) else None
+        staleness = tf.staleness_warnings(
+            metadata,
+            tool_name=tool_name,
+            description=tool.description if tool else None,
+            version=tool.version if tool else None,
+            registry_size=registry_size,
+        )
+        ordered = sorted(results, key=lambda r: (r.line, r.case_id))
+        cases = [_record(r, descriptions.get(r.case_id, "")) for r in ordered]
+        name = _artifact_name(source)
+        suite_result = tf.build_suite_result(
+            run_id=run_id,
+            timestamp=datetime.now(timezone.utc).isoformat(),
+            tier=tier,
+            tool_name=tool_name,
+            agent_endpoint=ctx.settings.agent_url or ctx.settings.runner,
+            cases=cases,
+            tool_version=tool.version if tool else None,
+            description_hash=tf.description_hash(tool.description) if tool else None,
+            registry_size=registry_size,
+            eval_file_hash=file_sha256(source.path),
+            staleness_warnings=staleness.warnings,
+            baseline=_baseline(ctx, name),
+        )
+        return {name: suite_result}
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        return tf.format_console_summary(artifacts).splitlines()
+
+
+def _expect(read: RowReader) -> dict[str, Any]:
+    if "expect" not in read.row:
+        raise read.error("expect", "missing required field (an object of assertions)")
+    expect = read.child("expect")
+    expect.reject_unknown(_EXPECT_FIELDS)
+    for field in _LIST_FIELDS:
+        expect.str_list(field)
+    for field in _GROUP_FIELDS:
+        expect.str_groups(field)
+    for field in _BOOL_FIELDS:
+        expect.bool(field)
+    for i, pattern in enumerate(expect.str_list("responseMatches") or []):
+        _check_regex(expect, f"responseMatches[{i}]", pattern)
+    expect.number("maxLatencyMs")
+    expect.int("maxTokens", minimum=0)
+    params = expect.row.get("toolParams")
+    if params is not None:
+        if not isinstance(params, list):
+            raise expect.error("toolParams", "expected an array of {tool, paramName, assertion}")
+        for i, entry in enumerate(params):
+            _check_param(RowReader(read.display, read.line, entry, f"expect.toolParams[{i}].")
+                         if isinstance(entry, dict) else None, expect, i)
+    return dict(expect.row)
+
+
+def _check_param(entry: RowReader | None, expect: RowReader, index: int) -> None:
+    if entry is None:
+        raise expect.error(f"toolParams[{index}]", "expected an object")
+    entry.str("tool", required=True)
+    entry.str("paramName", required=True)
+    assertion = entry.str("assertion", required=True)
+    if assertion not in _PARAM_ASSERTIONS:
+        raise entry.error("assertion", f"expected one of {', '.join(_PARAM_ASSERTIONS)}")
+    if assertion == "oneOf":
+        if not entry.str_list("value"):
+            raise entry.error("value", "oneOf needs a non-empty array of strings")
+    elif assertion in ("equals", "contains", "matches"):
+        value = entry.str("value", required=True)
+        if assertion == "matches" and value is not None:
+            _check_regex(entry, "value", value)
+
+
+def _check_regex(read: RowReader, field: str, pattern: str) -> None:
+    if tf.tokens_in(pattern):
+        return
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise read.error(field, f"not a valid regular expression: {exc}") from None
+
+
+def _offered_tools(ctx: SuiteContext, expect: dict[str, Any], stubs: dict[str, Any]) -> list[Any]:
+    if len(ctx.registry):
+        return ctx.registry.specs()
+    names: list[str] = [*stubs]
+    names += expect.get("toolsCalled") or []
+    for group in expect.get("toolsAcceptable") or []:
+        names += [n for n in group if n != "__none__"]
+    names += expect.get("toolsNotCalled") or []
+    names += [p["tool"] for p in expect.get("toolParams") or []]
+    return ctx.registry.specs(sorted(set(names)))
+
+
+def _tier(source: CaseSource, header: dict[str, Any] | None) -> Literal["golden", "labeled"]:
+    metadata = (header or {}).get("metadata")
+    tier = metadata.get("tier") if isinstance(metadata, dict) else None
+    if tier in ("golden", "labeled"):
+        return tier  # type: ignore[no-any-return]
+    stem = source.path.name.removesuffix(".json")
+    match = _TIER_SUFFIX.search(stem)
+    return "labeled" if match and match.group(1) == "labeled" else "golden"
+
+
+def _tool_name(source: CaseSource, metadata: dict[str, Any] | None) -> str:
+    name = (metadata or {}).get("toolName")
+    if isinstance(name, str) and name:
+        return name
+    return _TIER_SUFFIX.sub("", source.path.name.removesuffix(".json"))
+
+
+def _artifact_name(source: CaseSource) -> str:
+    stem = source.path.name.removesuffix(".json")
+    return f"toolforge/{stem}.json"
+
+
+def _baseline(ctx: SuiteContext, name: str) -> dict[str, Any] | None:
+    if ctx.settings.baseline is None:
+        return None
+    path = ctx.settings.baseline / name
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _record(result: CaseResult, description: str) -> tf.CaseRecord:
+    return tf.CaseRecord(
+        id=result.case_id,
+        description=description,
+        passed=result.passed,
+        skipped=result.outcome == "skipped",
+        duration_ms=result.duration_ms,
+        assertions_run=int(result.details.get("assertionsRun", 0)),
+        assertions_skipped=int(result.details.get("assertionsSkipped", 0)),
+        error=result.error if not result.passed else None,
+        tools_called=[call.name for call in result.tool_calls],
+        response_length=len(result.response),
+        skipped_tokens=list(result.details.get("skippedTokens", [])),
+    )

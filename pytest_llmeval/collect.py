@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 import yaml
@@ -220,7 +220,7 @@ class EvalItem(pytest.Function):
             raise self.problem
         assert self.case is not None
         if self.case.skip_reason:
-            pytest.skip(self.case.skip_reason)
+            _skip(self.case.skip_reason)
         super().setup()
         self.transcript = self.state.transcript_for(self)
         if self.transcript.error is not None:
@@ -233,7 +233,7 @@ class EvalItem(pytest.Function):
         score = suite.score(self.case, self.transcript, self.state.context)
         self.result = self.state.make_result(self, score)
         if score.skipped:
-            pytest.skip(score.skipped)
+            _skip(score.skipped)
         if not score.passed:
             raise EvalFailure(score.failure or "the case did not pass", _details(self.transcript))
 
@@ -270,6 +270,11 @@ class EvalItem(pytest.Function):
         if isinstance(exc, LLMEvalError):
             return f"{where}: {type(exc).__name__}: {exc}"
         return None
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip, reporting the case's file and line rather than this module's."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def _details(transcript: Transcript) -> str:

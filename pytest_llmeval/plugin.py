@@ -14,6 +14,7 @@ from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.collect import EvalFile, EvalItem, manifest_targets
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.report.artifacts import is_run_dir
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, agent_fingerprint, runner_id, state_key
@@ -61,25 +62,27 @@ class XdistHooks:
     """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        if config.stash[state_key].settings.hash_scheduling:
-            return sharding.make_scheduler(config, log)
-        return None
+        enabled = config.stash[state_key].settings.hash_scheduling
+        return sharding.make_scheduler(config, log, enabled=enabled)
 
     def pytest_configure_node(self, node: Any) -> None:
-        config = node.config
-        if config.stash[state_key].settings.hash_scheduling and sharding.make_scheduler(
-            config, None
-        ):
-            sharding.mark_hash_scheduling(node.workerinput)
+        enabled = node.config.stash[state_key].settings.hash_scheduling
+        sharding.configure_node(node, enabled=enabled)
 
 
 # -- collection ----------------------------------------------------------------------------
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if is_run_dir(collection_path) else None
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile | None:
     state = parent.config.stash[state_key]
     if not any(fnmatch.fnmatch(file_path.name, g) for g in state.settings.file_globs):
         return None
+    if state.is_support_file(file_path):
+        return None  # tool fixtures and cassettes are inputs, not cases
     if file_path.resolve() in manifest_targets(file_path.parent, state.settings.rootdir):
         return None  # a manifest beside it collects this data file
     return EvalFile.from_parent(parent, path=file_path, state=state)
@@ -99,7 +102,9 @@ def llmeval_settings(pytestconfig: pytest.Config) -> settings.Settings:
 
 
 @pytest.fixture(scope="session")
-def llmeval_runner(pytestconfig: pytest.Config, llmeval_settings: settings.Settings) -> Iterator[Any]:
+def llmeval_runner(
+    pytestconfig: pytest.Config, llmeval_settings: settings.Settings
+) -> Iterator[Any]:
     """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
     state = pytestconfig.stash[state_key]
     registry = RunnerRegistry()
@@ -109,7 +114,9 @@ def llmeval_runner(pytestconfig: pytest.Config, llmeval_settings: settings.Setti
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     yield runner
-    state.dispatcher.call(runner.aclose())
+    aclose = getattr(runner, "aclose", None)
+    if aclose is not None:
+        state.dispatcher.call(aclose())
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ run-ahead order once collection is done, and it turns an item's score into the
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -38,6 +39,14 @@ class LLMEvalState:
     @functools.cached_property
     def context(self) -> SuiteContext:
         return SuiteContext.from_settings(self.settings)
+
+    def is_support_file(self, path: Path) -> bool:
+        """Whether ``path`` lies in the tool-fixture or cassette folder."""
+        resolved = path.resolve()
+        return any(
+            resolved.is_relative_to(folder.resolve())
+            for folder in (self.settings.fixtures, self.settings.cassettes)
+        )
 
     def register_marker(self, name: str) -> None:
         if name not in self._markers:

@@ -28,7 +28,9 @@ class ToolRegistry:
         self.source = source
         for tool in tools:
             if tool.name in self.tools:
-                raise ConfigError(f"{source or 'tool registry'}: tool {tool.name!r} is defined twice")
+                raise ConfigError(
+                    f"{source or 'tool registry'}: tool {tool.name!r} is defined twice"
+                )
             self.tools[tool.name] = tool
 
     @classmethod

@@ -11,6 +11,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+RUN_DIR_TAG = ".llmeval-run"
+"""A file in every run dir: collection skips tagged folders (their artifacts are not cases)."""
+
+
+def tag_run_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    tag = path / RUN_DIR_TAG
+    if not tag.exists():
+        tag.write_text("pytest-llmeval run dir: its files are results, not eval cases\n")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / RUN_DIR_TAG).is_file()
+
 
 def new_run_dir(output_root: Path, now: datetime | None = None) -> tuple[Path, str]:
     """A fresh ``<YYYYMMDDTHHMMSSZ>_<run_id>`` folder under ``output_root``."""
@@ -18,6 +32,7 @@ def new_run_dir(output_root: Path, now: datetime | None = None) -> tuple[Path, s
     run_id = uuid.uuid4().hex[:12]
     path = output_root / f"{now.strftime('%Y%m%dT%H%M%SZ')}_{run_id}"
     path.mkdir(parents=True, exist_ok=False)
+    tag_run_dir(path)
     return path, run_id
 
 

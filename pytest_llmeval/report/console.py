@@ -37,12 +37,18 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
     """``summary.md``: suite table, category table, then the failing and erroring cases."""
     out = ["# pytest-llmeval summary", ""]
-    out += ["| suite | cases | passed | failed | errors | skipped | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
+    out += [
+        "| suite | cases | passed | failed | errors | skipped | pass rate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, body in report["suites"].items():
         out.append(_row(name, body))
     out.append(_row("**all**", report["totals"]))
     out += ["", "## By category", ""]
-    out += ["| suite | category | cases | passed | failed | errors | skipped | pass rate |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    out += [
+        "| suite | category | cases | passed | failed | errors | skipped | pass rate |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, body in report["suites"].items():
         for category, totals in body.get("categories", {}).items():
             out.append(_row(f"{name} | {category}", totals))
@@ -56,7 +62,12 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             out.append(f"- `{result.nodeid}` ({result.outcome}): {message}")
         if len(bad) > MAX_LISTED_FAILURES:
             out.append(f"- ... and {len(bad) - MAX_LISTED_FAILURES} more (see results.jsonl)")
-    out += ["", f"runner: `{report.get('runner_fingerprint')}`", f"dataset: `{report['dataset_sha256']}`", ""]
+    out += [
+        "",
+        f"runner: `{report.get('runner_fingerprint')}`",
+        f"dataset: `{report['dataset_sha256']}`",
+        "",
+    ]
     return "\n".join(out)
 
 

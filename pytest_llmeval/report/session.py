@@ -19,10 +19,16 @@ from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console
 from pytest_llmeval.report.aggregate import build_report
-from pytest_llmeval.report.artifacts import new_run_dir, write_json, write_jsonl, write_text
+from pytest_llmeval.report.artifacts import (
+    new_run_dir,
+    tag_run_dir,
+    write_json,
+    write_jsonl,
+    write_text,
+)
 from pytest_llmeval.report.fingerprint import file_sha256
-from pytest_llmeval.suites.base import CaseSource
 from pytest_llmeval.state import LLMEvalState
+from pytest_llmeval.suites.base import CaseSource
 
 session_report_key = pytest.StashKey["SessionReport"]()
 
@@ -68,7 +74,7 @@ class SessionReport:
         settings = self.state.settings
         if settings.run_dir is not None:
             self.run_dir, self.run_id = settings.run_dir, settings.run_dir.name
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            tag_run_dir(self.run_dir)
         else:
             self.run_dir, self.run_id = new_run_dir(settings.output_root, self.started)
         results = [self.results[key] for key in sorted(self.results)]

@@ -172,7 +172,8 @@ class GoldenSuite:
         return {
             **base_totals(results),
             "mean_scores": {
-                name: round(sum(values) / len(values), 6) for name, values in sorted(metrics.items())
+                name: round(sum(values) / len(values), 6)
+                for name, values in sorted(metrics.items())
             },
         }
 

@@ -1,4 +1,4 @@
-"""How suites read rows: JSONL streamed line by line, JSON arrays and envelopes element by element."""
+"""How suites read rows: JSONL line by line, JSON arrays and envelopes element by element."""
 
 from __future__ import annotations
 

@@ -194,8 +194,13 @@ def _expect(read: RowReader) -> dict[str, Any]:
         if not isinstance(params, list):
             raise expect.error("toolParams", "expected an array of {tool, paramName, assertion}")
         for i, entry in enumerate(params):
-            _check_param(RowReader(read.display, read.line, entry, f"expect.toolParams[{i}].")
-                         if isinstance(entry, dict) else None, expect, i)
+            _check_param(
+                RowReader(read.display, read.line, entry, f"expect.toolParams[{i}].")
+                if isinstance(entry, dict)
+                else None,
+                expect,
+                i,
+            )
     return dict(expect.row)
 
 

@@ -1,0 +1,122 @@
+"""Collection: node ids, markers, selection, manifests, reportinfo, help, opting out."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_json, write_jsonl
+
+GOLDEN = [
+    {"id": "w-2", "category": "weather", "input": "weather please", "expected_output": "x"},
+    {"id": "s-1", "category": "web search", "input": "search it", "expected_output": "x"},
+    {"id": "w-1", "category": "weather", "input": "weather now", "expected_output": "x"},
+]
+
+
+def test_one_sorted_item_per_case(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "evals/qa.golden.json", GOLDEN)
+    result = scripted.runpytest("--collect-only", "-q", "--llmeval-runner", "scripted")
+    result.stdout.fnmatch_lines(
+        [
+            "evals/qa.golden.json::s-1",
+            "evals/qa.golden.json::w-1",
+            "evals/qa.golden.json::w-2",
+            "3 tests collected*",
+        ]
+    )
+
+
+def test_markers_select_suite_and_category(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", GOLDEN)
+    result = scripted.runpytest("-m", "web_search", "--llmeval-runner", "echo", "-v")
+    result.stdout.fnmatch_lines(["*qa.golden.json::s-1 *", "*1 failed, 2 deselected*"])
+    result = scripted.runpytest("-m", "golden and weather", "--llmeval-runner", "echo", "-q")
+    result.stdout.fnmatch_lines(["*2 failed, 1 deselected*"])
+    result = scripted.runpytest("-k", "w-1", "--llmeval-runner", "echo", "-q", "--strict-markers")
+    result.stdout.fnmatch_lines(["*1 failed, 2 deselected*"])
+
+
+def test_reportinfo_points_at_the_case_line(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", GOLDEN)
+    items, _ = scripted.inline_genitems("--llmeval-runner", "echo")
+    locations = {item.name: item.location for item in items}
+    # the array is pretty-printed: '[' on line 1, one object per 6 lines after it
+    assert locations["w-2"] == ("qa.golden.json", 1, "golden: w-2")
+    assert locations["s-1"] == ("qa.golden.json", 7, "golden: s-1")
+
+
+def test_manifest_names_suite_data_and_thresholds(scripted: pytest.Pytester) -> None:
+    write_json(
+        scripted,
+        "data/qa.json",
+        [
+            {
+                "id": "a",
+                "category": "kw",
+                "input": "hello big world",
+                "keywords": ["hello", "moon"],
+            },
+            {"id": "b", "category": "kw", "input": "hello moon", "keywords": ["hello", "moon"]},
+        ],
+    )
+    scripted.path.joinpath("qa.llmeval.yaml").write_text(
+        "suite: golden\ndata: data/qa.json\nthresholds:\n  kw:\n    contains_keywords: 0.5\n"
+    )
+    result = scripted.runpytest("--llmeval-runner", "echo", "-v")
+    result.stdout.fnmatch_lines(["qa.llmeval.yaml::a PASSED*", "qa.llmeval.yaml::b PASSED*"])
+    result.assert_outcomes(passed=2)
+
+
+def test_data_file_named_by_a_manifest_is_not_collected_twice(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", GOLDEN[:1])
+    scripted.path.joinpath("qa.llmeval.yaml").write_text("suite: golden\ndata: qa.golden.json\n")
+    result = scripted.runpytest("--collect-only", "-q", "--llmeval-runner", "echo")
+    result.stdout.fnmatch_lines(["qa.llmeval.yaml::w-2", "1 test collected*"])
+
+
+def test_manifest_with_unknown_suite_is_an_error_item(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "data.json", GOLDEN)
+    scripted.path.joinpath("x.llmeval.yaml").write_text("# comment\nsuite: nope\ndata: data.json\n")
+    write_json(scripted, "ok.golden.json", GOLDEN[:1])
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q")
+    result.stdout.fnmatch_lines(
+        ["x.llmeval.yaml:2: suite: unknown suite 'nope'; known suites: toolforge, golden"]
+    )
+    result.assert_outcomes(failed=1, errors=1)
+
+
+def test_ini_globs_choose_the_files(scripted: pytest.Pytester) -> None:
+    write_jsonl(scripted, "cases/qa.jsonl", [{"id": "a", "input": "hi", "expected_output": "hi"}])
+    scripted.makeini("[pytest]\nllmeval_files = *.jsonl\n")
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q")
+    result.assert_outcomes(passed=1)
+
+
+def test_help_documents_every_option(pytester: pytest.Pytester) -> None:
+    from pytest_llmeval.settings import OPTIONS
+
+    result = pytester.runpytest("--help")
+    text = result.stdout.str()
+    assert "llmeval:" in text or "evaluate LLMs and agents" in text
+    for spec in OPTIONS:
+        assert spec.flag in text, spec.flag
+
+
+def test_plugin_can_be_disabled(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", GOLDEN)
+    scripted.makeconftest("")  # the scripted runner hook needs the plugin's hookspecs
+    result = scripted.runpytest("-p", "no:llmeval", "-q")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--llmeval-concurrency", "many")
+    result.stderr.fnmatch_lines(["*--llmeval-concurrency takes a whole number, got 'many'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = pytester.runpytest("--llmeval-runner", "http-agent")
+    result.stderr.fnmatch_lines(["*--llmeval-runner http-agent needs --llmeval-agent-url*"])
+
+
+def test_unknown_runner_names_the_known_ones(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", GOLDEN[:1])
+    result = scripted.runpytest("--llmeval-runner", "gpt-9", "-q")
+    result.stdout.fnmatch_lines(["*unknown runner 'gpt-9'*known runners: echo, http-agent*"])

@@ -1,0 +1,153 @@
+"""Cassette round trips through pytest, and results that do not depend on how the run is split."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_jsonl, write_json
+
+CASES = [
+    {"id": f"c{i:02d}", "category": cat, "input": text, "expected_output": expected}
+    for i, (cat, text, expected) in enumerate(
+        [
+            ("weather", "weather in Paris", "It is 18C and cloudy in Paris."),
+            ("search", "search the web", "Top hit: RoPE precision notes"),
+            ("chat", "hello you", "Hello there!"),
+            ("chat", "plain echo", "plain echo"),
+            ("chat", "another echo", "not the echo"),
+        ]
+        * 4
+    )
+]
+
+
+def _strip_timings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_timings(v) for k, v in value.items() if k not in ("duration_ms",)}
+    if isinstance(value, list):
+        return [_strip_timings(v) for v in value]
+    return value
+
+
+def _outputs(run_dir: Path) -> tuple[Any, Any]:
+    results = _strip_timings(read_jsonl(run_dir / "results.jsonl"))
+    report = json.loads((run_dir / "report.json").read_text())
+    return results, report
+
+
+def test_record_then_replay_offline(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", CASES[:5])
+    recorded = scripted.runpytest(
+        "--llmeval-runner", "scripted", "--llmeval-record", "new", "--llmeval-run-dir", "rec"
+    )
+    recorded.assert_outcomes(passed=4, failed=1)
+    cassettes = list((scripted.path / "fixtures" / "cassettes").rglob("*.json"))
+    # one runner.json plus one file per distinct model call (weather + search take two calls)
+    assert len(cassettes) == 1 + 7
+    # replay needs no live runner: the scripted runner is gone from conftest
+    scripted.makeconftest("")
+    replayed = scripted.runpytest("--llmeval-run-dir", "rep")
+    replayed.assert_outcomes(passed=4, failed=1)
+    assert _outputs(scripted.path / "rec") == _outputs(scripted.path / "rep")
+
+
+def test_replay_miss_is_an_error_that_says_how_to_record(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", CASES[:1])
+    scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-record", "new")
+    write_json(
+        scripted, "more.golden.json", [{"id": "new", "input": "hi", "expected_output": "hi"}]
+    )
+    result = scripted.runpytest("-q")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*cassette error:*--llmeval-record new*"])
+
+
+def test_replay_without_cassettes_explains_itself(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES[:1])
+    result = pytester.runpytest("-q")
+    result.stdout.fnmatch_lines(["*fixtures/cassettes*"])
+    assert result.ret != 0
+
+
+def test_results_do_not_depend_on_concurrency(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "qa.golden.json", CASES)
+    for n in ("1", "16"):
+        scripted.runpytest(
+            "--llmeval-runner", "scripted", "--llmeval-concurrency", n, "--llmeval-run-dir", n
+        )
+    assert _outputs(scripted.path / "1") == _outputs(scripted.path / "16")
+
+
+def test_run_ahead_keeps_cases_in_flight(pytester: pytest.Pytester) -> None:
+    """With a slow model, the dispatcher has several cases in flight at once."""
+    pytester.makeconftest(
+        """
+import json, pathlib
+from pytest_llmeval.testing.scripted import ScriptedModel
+
+MODEL = ScriptedModel(delay_s=0.05)
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("slow", lambda s: MODEL)
+
+def pytest_sessionfinish(session):
+    pathlib.Path("peak.json").write_text(json.dumps([MODEL.calls, MODEL.max_in_flight]))
+"""
+    )
+    write_json(
+        pytester,
+        "qa.golden.json",
+        [{"id": f"c{i}", "input": f"m{i}", "expected_output": f"m{i}"} for i in range(24)],
+    )
+    result = pytester.runpytest("--llmeval-runner", "slow", "--llmeval-concurrency", "6", "-q")
+    result.assert_outcomes(passed=24)
+    calls, peak = json.loads((pytester.path / "peak.json").read_text())
+    assert calls == 24  # every case ran exactly once: run-ahead never duplicates work
+    assert 2 <= peak <= 6
+
+
+def test_xdist_gives_the_same_results_as_one_process(scripted: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    write_json(scripted, "qa.golden.json", CASES)
+    write_json(
+        scripted,
+        "evals/t.golden.json",
+        {
+            "metadata": {"toolName": "get_weather"},
+            "cases": [
+                {
+                    "id": "t1",
+                    "input": {"message": "weather"},
+                    "expect": {"toolsCalled": ["get_weather"]},
+                },
+                {
+                    "id": "t2",
+                    "input": {"message": "hello"},
+                    "expect": {"toolsCalled": ["get_weather"]},
+                },
+            ],
+        },
+    )
+    one = scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "n0")
+    two = scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "n2", "-n", "2")
+    assert one.parseoutcomes() == two.parseoutcomes()
+    assert _outputs(scripted.path / "n0") == _outputs(scripted.path / "n2")
+    tf0 = json.loads((scripted.path / "n0/toolforge/t.golden.json").read_text())
+    tf2 = json.loads((scripted.path / "n2/toolforge/t.golden.json").read_text())
+    for key in ("cases", "summary"):
+        assert _strip_timings(_no_durations(tf0[key])) == _strip_timings(_no_durations(tf2[key]))
+
+
+def _no_durations(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _no_durations(v)
+            for k, v in value.items()
+            if "Duration" not in k and k != "durationMs"
+        }
+    if isinstance(value, list):
+        return [_no_durations(v) for v in value]
+    return value

@@ -25,9 +25,7 @@ class ToolSpec(_Model):
     """The tool's name as the model must call it (``get_weather``, ``web.search``)."""
     description: str = ""
     """What the tool does; models route on it."""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the arguments."""
     version: str | None = None
     """The tool's version, when a registry gives one (tool-forge staleness checks)."""

@@ -96,15 +96,21 @@ def runner_slug(name: str) -> str:
     return slug or "runner"
 
 
+def canonical_request(request: GenerateRequest) -> dict[str, Any]:
+    """The request as keyed: fields left at their defaults are omitted, so adding a field
+    with a default to the models later does not invalidate recorded cassettes."""
+    return request.model_dump(mode="json", exclude_defaults=True)
+
+
 def _request_id(runner_fp: dict[str, Any], request: GenerateRequest) -> str:
     """Identifies a request to a runner regardless of its repeat index."""
-    return fingerprint({"runner": runner_fp, "request": request.model_dump(mode="json")})
+    return fingerprint({"runner": runner_fp, "request": canonical_request(request)})
 
 
 def cassette_key(runner_fp: dict[str, Any], request: GenerateRequest, repeat: int) -> str:
-    """sha256 of ``{"runner": runner_fp, "request": <request JSON>, "repeat": repeat}``."""
+    """sha256 of ``{"runner": runner_fp, "request": <canonical request>, "repeat": repeat}``."""
     return fingerprint(
-        {"runner": runner_fp, "request": request.model_dump(mode="json"), "repeat": repeat}
+        {"runner": runner_fp, "request": canonical_request(request), "repeat": repeat}
     )
 
 
@@ -201,7 +207,7 @@ class CassetteStore:
         path = self.path(folder, key)
         record = {
             "key": key,
-            "request": request.model_dump(mode="json"),
+            "request": canonical_request(request),
             "repeat": repeat,
             "completion": completion.model_dump(mode="json"),
         }

@@ -1,5 +1,6 @@
 """The golden suite: ``{id, category, input, expected_output, rubric, metadata, min_scores}`` rows.
 
+Tools offered to the model: the case's ``tools`` names, else every tool of the registry.
 A case passes when every threshold holds: the manifest's per-category ``thresholds`` merged
 with the case's own ``min_scores`` (the case wins). With neither, ``exact_match >= 1`` applies
 when the case has an ``expected_output``. Scorers are looked up by name in :data:`SCORERS`,
@@ -137,7 +138,7 @@ class GoldenSuite:
             line=line,
             category=category,
             messages=messages,
-            tools=ctx.registry.specs(tool_names) if tool_names else [],
+            tools=ctx.registry.specs(tool_names),
             tool_mode="stubs" if stubs else "broker",
             stubs=stubs,
             max_turns=max_turns,

@@ -153,6 +153,7 @@ def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestRepo
         result = result.model_copy(update={"runner_fingerprint": runner_id(fp)})
         report.llmeval_runner = fp  # type: ignore[attr-defined]
     report.llmeval = result.model_dump(mode="json")  # type: ignore[attr-defined]
-    report.user_properties.append(("llmeval.outcome", result.outcome))
+    # junit writes the properties of the teardown report, which copies the item's
+    item.user_properties.append(("llmeval.outcome", result.outcome))
     for name, value in sorted(result.scores.items()):
-        report.user_properties.append((f"llmeval.score.{name}", value))
+        item.user_properties.append((f"llmeval.score.{name}", value))

@@ -14,6 +14,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from pytest_llmeval.report.redact import public_url
+
 RecordMode = Literal["none", "new", "all"]
 
 DEFAULT_FILE_GLOBS = (
@@ -206,8 +208,11 @@ class Settings(BaseModel):
     """File name patterns that are looked at as eval files."""
 
     def public_dict(self) -> dict[str, Any]:
-        """The settings as JSON-safe values, for the run manifest."""
-        return self.model_dump(mode="json")
+        """The settings as JSON-safe values for the run manifest, URLs without secrets."""
+        data = self.model_dump(mode="json")
+        if self.agent_url:
+            data["agent_url"] = public_url(self.agent_url)
+        return data
 
 
 def add_options(parser: pytest.Parser) -> None:

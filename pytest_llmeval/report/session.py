@@ -27,6 +27,7 @@ from pytest_llmeval.report.artifacts import (
     write_text,
 )
 from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.report.redact import redact_value
 from pytest_llmeval.state import LLMEvalState
 from pytest_llmeval.suites.base import CaseSource
 
@@ -113,7 +114,7 @@ class SessionReport:
                 "finished": finished.isoformat(),
                 "duration_s": round((finished - self.started).total_seconds(), 3),
                 "settings": settings.public_dict(),
-                "invocation": list(self.state.config.invocation_params.args),
+                "invocation": redact_value(list(self.state.config.invocation_params.args)),
                 "artifacts": sorted(
                     ["results.jsonl", "errors.jsonl", "report.json", "summary.md"]
                     + [name for name, _ in self.file_artifacts]

@@ -2,9 +2,10 @@
 
 Tools offered to the model: the case's ``tools`` names, else every tool of the registry.
 A case passes when every threshold holds: the manifest's per-category ``thresholds`` merged
-with the case's own ``min_scores`` (the case wins). With neither, ``exact_match >= 1`` applies
-when the case has an ``expected_output``. Scorers are looked up by name in :data:`SCORERS`,
-which stays open for judge and similarity scorers.
+with the case's own ``min_scores`` (the case wins). A category threshold on a scorer whose
+input the case lacks (``regex`` without ``pattern``) does not apply to that case. With
+neither, ``exact_match >= 1`` applies when the case has an ``expected_output``. Scorers are
+looked up by name in :data:`SCORERS`, which stays open for judge and similarity scorers.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ _FIELDS = (
     "max_turns",
 )
 _ROLES = ("system", "user", "assistant")
+_NEEDS = {"exact_match": "expected_output", "contains_keywords": "keywords", "regex": "pattern"}
+"""The case field a scorer reads; a category threshold skips cases without it."""
 
 
 class GoldenSuite:
@@ -110,7 +113,17 @@ class GoldenSuite:
         min_scores = read.number_map("min_scores") or {}
         read.number_map("rubric")
         named = read.str_list("scorers") or []
-        wanted = {**thresholds.get(category or "", {}), **min_scores}
+        inputs = {"expected_output": expected, "keywords": keywords, "pattern": pattern}
+        for name in min_scores:
+            needs = _NEEDS.get(name)
+            if needs and not inputs[needs]:
+                raise read.error(f"min_scores.{name}", f"the {name} scorer needs {needs!r}")
+        category_thresholds = {
+            name: minimum
+            for name, minimum in thresholds.get(category or "", {}).items()
+            if not _NEEDS.get(name) or inputs[_NEEDS[name]]
+        }
+        wanted = {**category_thresholds, **min_scores}
         if not wanted and expected is not None:
             wanted = {"exact_match": 1.0}
         metrics = list(dict.fromkeys([*_default_metrics(expected, keywords, pattern), *named]))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -159,7 +160,7 @@ class ToolForgeSuite:
             timestamp=datetime.now(timezone.utc).isoformat(),
             tier=tier,
             tool_name=tool_name,
-            agent_endpoint=ctx.settings.agent_url or ctx.settings.runner,
+            agent_endpoint=public_url(ctx.settings.agent_url or "") or ctx.settings.runner,
             cases=cases,
             tool_version=tool.version if tool else None,
             description_hash=tf.description_hash(tool.description) if tool else None,

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import json
 import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.errors import RunnerError
@@ -46,6 +46,7 @@ class LoopAgent:
         usage = Usage()
         turns = 0
         response = ""
+        stop: Literal["final", "max_turns", "routing"] = "final"
         while True:
             completion = await self.runner.generate(
                 GenerateRequest(messages=messages, tools=case.tools)
@@ -123,9 +124,9 @@ class EndpointAgent:
 
 def default_agent(runner: Runner | AgentEndpoint) -> LoopAgent | EndpointAgent:
     """The agent for a runner: the loop for a model, pass-through for an agent endpoint."""
-    if isinstance(runner, AgentEndpoint) and not isinstance(runner, Runner):
-        return EndpointAgent(runner)
-    return LoopAgent(runner)  # type: ignore[arg-type]
+    if isinstance(runner, Runner):
+        return LoopAgent(runner)
+    return EndpointAgent(runner)
 
 
 async def run_agent(agent: Any, case: EvalCase, broker: ToolBroker) -> Transcript:
@@ -149,7 +150,7 @@ def to_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
     """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string."""
     if isinstance(result, Transcript):
         if not result.duration_ms:
-            result = result.model_copy(update={"duration_ms": wall_ms})
+            return result.model_copy(update={"duration_ms": wall_ms})
         return result
     if isinstance(result, str):
         result = AgentResponse(response=result)

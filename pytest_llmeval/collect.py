@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import pytest
 import yaml
@@ -93,7 +93,7 @@ class EvalFile(pytest.File):
             raise CaseFileError(display, None, f"cannot read the file: {exc.strerror}") from None
         source = CaseSource(path=self.path, display=display)
         if not head.strip():
-            return _EmptySuite(), source
+            return EMPTY_SUITE, source
         suite = self.state.suites.claim(self.path, head)
         if suite is None:
             raise CaseFileError(
@@ -157,8 +157,26 @@ class _EmptySuite:
 
     name = "empty"
 
+    def claims(self, path: Path, head: bytes) -> bool:
+        return False
+
     def load(self, source: CaseSource, ctx: Any) -> Iterator[Any]:
         return iter(())
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: Any) -> Any:
+        raise NotImplementedError
+
+    def aggregate(self, results: Any) -> dict[str, Any]:
+        return {}
+
+    def file_artifacts(self, source: Any, results: Any, ctx: Any, run_id: str) -> dict[str, Any]:
+        return {}
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        return []
+
+
+EMPTY_SUITE: Suite = _EmptySuite()
 
 
 def _error_name(exc: CaseFileError) -> str:
@@ -250,14 +268,17 @@ class EvalItem(pytest.Function):
         style: Any = None,
     ) -> str | TerminalRepr:
         short = self._short_repr(excinfo.value)
-        return short if short is not None else super().repr_failure(excinfo, style=style)
+        return short if short is not None else super().repr_failure(excinfo)
 
     def _repr_failure_py(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        # pytest renders setup errors through this method, not repr_failure
+    ) -> TerminalRepr:
+        # pytest renders setup errors through this method, not repr_failure; a plain string
+        # is a valid longrepr (reports print str() of anything without toterminal)
         short = self._short_repr(excinfo.value)
-        return short if short is not None else super()._repr_failure_py(excinfo, style=style)
+        if short is not None:
+            return cast("TerminalRepr", short)
+        return super()._repr_failure_py(excinfo, style=style)
 
     def _short_repr(self, exc: BaseException) -> str | None:
         where = f"{self.case.file}:{self.line}" if self.case else self.data_display

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from pytest_llmeval import sharding
+from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import EvalFailure
-from pytest_llmeval.models import CaseResult, CaseScore, Transcript
+from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
@@ -69,7 +70,8 @@ class LLMEvalState:
 
     def transcript_for(self, item: EvalItem) -> Transcript:
         assert item.case is not None
-        job: Job = (item.case, item.funcargs["llmeval_agent"], item.funcargs["llmeval_broker"])
+        broker = cast(ToolBroker, item.funcargs["llmeval_broker"])  # or a user's look-alike
+        job: Job = (item.case, item.funcargs["llmeval_agent"], broker)
         defs = _fixture_defs(item)
 
         def lookup(position: int) -> Job | None:
@@ -85,7 +87,7 @@ class LLMEvalState:
     def make_result(self, item: EvalItem, score: CaseScore) -> CaseResult:
         case, transcript = item.case, item.transcript
         assert case is not None and transcript is not None
-        outcome = "skipped" if score.skipped else ("passed" if score.passed else "failed")
+        outcome: Outcome = "skipped" if score.skipped else ("passed" if score.passed else "failed")
         return CaseResult(
             case_id=case.case_id,
             suite=case.suite,
@@ -117,7 +119,7 @@ class LLMEvalState:
             return item.result
         if report.when == "teardown" or (report.when == "setup" and report.passed):
             return None
-        outcome = "skipped" if report.skipped else "error"
+        outcome: Outcome = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message(excinfo)
         case = item.case
         return CaseResult(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pytest_llmeval.errors import CaseFileError
 
@@ -56,11 +56,11 @@ class RowReader:
         if not ok:
             raise self.error(field, f"expected {expected}, got {json_type(value)}")
 
-    def str(self, field: str, *, required: bool = False) -> str | None:
+    def text(self, field: str, *, required: bool = False) -> str | None:
         value = self._get(field, required)
         if value is not None:
             self._expect(field, value, isinstance(value, str), "a string")
-        return value
+        return cast("str | None", value)
 
     def id(self, field: str = "id") -> str | None:
         """A case id: a non-empty string, or a whole number (turned into a string)."""
@@ -73,13 +73,13 @@ class RowReader:
         self._expect(field, value, ok, "a non-empty string")
         return str(value)
 
-    def bool(self, field: str) -> bool | None:
+    def flag(self, field: str) -> bool | None:
         value = self._get(field, False)
         if value is not None:
             self._expect(field, value, isinstance(value, bool), "true or false")
-        return value
+        return cast("bool | None", value)
 
-    def int(self, field: str, *, minimum: int | None = None) -> int | None:
+    def whole(self, field: str, *, minimum: int | None = None) -> int | None:
         value = self._get(field, False)
         if value is None:
             return None
@@ -101,9 +101,9 @@ class RowReader:
         value = self._get(field, required)
         if value is not None:
             self._expect(field, value, isinstance(value, dict), "an object")
-        return value
+        return cast("dict[str, Any] | None", value)
 
-    def str_list(self, field: str) -> list[str] | None:
+    def text_list(self, field: str) -> list[str] | None:
         value = self._get(field, False)
         if value is None:
             return None
@@ -113,7 +113,7 @@ class RowReader:
                 raise self.error(f"{field}[{i}]", f"expected a string, got {json_type(item)}")
         return list(value)
 
-    def str_groups(self, field: str) -> list[list[str]] | None:
+    def text_groups(self, field: str) -> list[list[str]] | None:
         value = self._get(field, False)
         if value is None:
             return None

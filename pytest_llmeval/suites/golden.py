@@ -85,7 +85,7 @@ class GoldenSuite:
                 yield record.error
                 continue
             try:
-                yield self._case(source, record.line, record.value, thresholds, ctx)
+                yield self._case(source, record.line or 1, record.value, thresholds, ctx)
             except CaseFileError as exc:
                 yield exc
 
@@ -100,11 +100,11 @@ class GoldenSuite:
         read = RowReader(source.display, line, row)
         read.reject_unknown(_FIELDS)
         case_id = read.id() or fallback_case_id(row)
-        category = read.str("category")
+        category = read.text("category")
         messages = _messages(read)
-        expected = read.str("expected_output")
-        keywords = read.str_list("keywords")
-        pattern = read.str("pattern")
+        expected = read.text("expected_output")
+        keywords = read.text_list("keywords")
+        pattern = read.text("pattern")
         if pattern is not None:
             try:
                 re.compile(pattern)
@@ -112,7 +112,7 @@ class GoldenSuite:
                 raise read.error("pattern", f"not a valid regular expression: {exc}") from None
         min_scores = read.number_map("min_scores") or {}
         read.number_map("rubric")
-        named = read.str_list("scorers") or []
+        named = read.text_list("scorers") or []
         inputs = {"expected_output": expected, "keywords": keywords, "pattern": pattern}
         for name in min_scores:
             needs = _NEEDS.get(name)
@@ -142,8 +142,8 @@ class GoldenSuite:
                 "for keywords / pattern / scorers",
             )
         stubs = read.obj("stubs") or {}
-        tool_names = read.str_list("tools") or []
-        max_turns = read.int("max_turns", minimum=1) or ctx.settings.max_turns
+        tool_names = read.text_list("tools") or []
+        max_turns = read.whole("max_turns", minimum=1) or ctx.settings.max_turns
         return EvalCase(
             case_id=case_id,
             suite=self.name,

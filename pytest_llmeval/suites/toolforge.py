@@ -66,7 +66,7 @@ class ToolForgeSuite:
                 yield record.error
                 continue
             try:
-                yield self._case(source, record.line, record.value, tier, ctx)
+                yield self._case(source, record.line or 1, record.value, tier, ctx)
             except CaseFileError as exc:
                 yield exc
 
@@ -75,12 +75,12 @@ class ToolForgeSuite:
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
         case_id = read.id() or fallback_case_id(row)
-        description = read.str("description") or ""
-        message = read.child("input").str("message") if "input" in row else None
+        description = read.text("description") or ""
+        message = read.child("input").text("message") if "input" in row else None
         expect = _expect(read)
         stubs = read.obj("stubs") or {}
-        max_turns = read.int("maxTurns", minimum=1) or ctx.settings.max_turns
-        category = read.str("category") if isinstance(row.get("category"), str) else None
+        max_turns = read.whole("maxTurns", minimum=1) or ctx.settings.max_turns
+        category = read.text("category") if isinstance(row.get("category"), str) else None
         known = {"id", "description", "input", "expect", "stubs", "maxTurns", "category"}
         return EvalCase(
             case_id=case_id,
@@ -181,15 +181,15 @@ def _expect(read: RowReader) -> dict[str, Any]:
     expect = read.child("expect")
     expect.reject_unknown(_EXPECT_FIELDS)
     for field in _LIST_FIELDS:
-        expect.str_list(field)
+        expect.text_list(field)
     for field in _GROUP_FIELDS:
-        expect.str_groups(field)
+        expect.text_groups(field)
     for field in _BOOL_FIELDS:
-        expect.bool(field)
-    for i, pattern in enumerate(expect.str_list("responseMatches") or []):
+        expect.flag(field)
+    for i, pattern in enumerate(expect.text_list("responseMatches") or []):
         _check_regex(expect, f"responseMatches[{i}]", pattern)
     expect.number("maxLatencyMs")
-    expect.int("maxTokens", minimum=0)
+    expect.whole("maxTokens", minimum=0)
     params = expect.row.get("toolParams")
     if params is not None:
         if not isinstance(params, list):
@@ -208,16 +208,16 @@ def _expect(read: RowReader) -> dict[str, Any]:
 def _check_param(entry: RowReader | None, expect: RowReader, index: int) -> None:
     if entry is None:
         raise expect.error(f"toolParams[{index}]", "expected an object")
-    entry.str("tool", required=True)
-    entry.str("paramName", required=True)
-    assertion = entry.str("assertion", required=True)
+    entry.text("tool", required=True)
+    entry.text("paramName", required=True)
+    assertion = entry.text("assertion", required=True)
     if assertion not in _PARAM_ASSERTIONS:
         raise entry.error("assertion", f"expected one of {', '.join(_PARAM_ASSERTIONS)}")
     if assertion == "oneOf":
-        if not entry.str_list("value"):
+        if not entry.text_list("value"):
             raise entry.error("value", "oneOf needs a non-empty array of strings")
     elif assertion in ("equals", "contains", "matches"):
-        value = entry.str("value", required=True)
+        value = entry.text("value", required=True)
         if assertion == "matches" and value is not None:
             _check_regex(entry, "value", value)
 

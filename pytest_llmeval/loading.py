@@ -89,6 +89,14 @@ def json_type(value: Any) -> str:
     return "number"
 
 
+def a_json_type(value: Any) -> str:
+    """:func:`json_type` as a message phrase: 'an object', 'a string', 'null' ..."""
+    name = json_type(value)
+    if name == "null":
+        return name
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
 def _skip_ws(text: str, i: int) -> int:
     m = _WS.match(text, i)
     return m.end() if m else i

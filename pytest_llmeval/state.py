@@ -89,17 +89,11 @@ class LLMEvalState:
         assert case is not None and transcript is not None
         outcome: Outcome = "skipped" if score.skipped else ("passed" if score.passed else "failed")
         return CaseResult(
-            case_id=case.case_id,
-            suite=case.suite,
-            file=case.file,
-            line=case.line,
-            nodeid=item.nodeid,
-            category=case.category,
+            **_identity(item),
             outcome=outcome,
             passed=score.passed and not score.skipped,
             error=score.skipped or score.failure,
             scores=score.scores,
-            case_fingerprint=case.fingerprint,
             duration_ms=round(transcript.duration_ms, 3),
             response=transcript.response,
             tool_calls=transcript.tool_calls,
@@ -121,19 +115,21 @@ class LLMEvalState:
             return None
         outcome: Outcome = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message(excinfo)
-        case = item.case
-        return CaseResult(
-            case_id=case.case_id if case else item.name,
-            suite=case.suite if case else item.suite_name,
-            file=case.file if case else item.data_display,
-            line=item.line,
-            nodeid=item.nodeid,
-            category=case.category if case else None,
-            outcome=outcome,
-            passed=False,
-            error=message,
-            case_fingerprint=case.fingerprint if case else "",
-        )
+        return CaseResult(**_identity(item), outcome=outcome, passed=False, error=message)
+
+
+def _identity(item: EvalItem) -> dict[str, Any]:
+    """The fields that say which case a result is about (a broken record has no case)."""
+    case = item.case
+    return {
+        "case_id": case.case_id if case else item.name,
+        "suite": case.suite if case else item.suite_name,
+        "file": case.file if case else item.data_display,
+        "line": item.line,
+        "nodeid": item.nodeid,
+        "category": case.category if case else None,
+        "case_fingerprint": case.fingerprint if case else "",
+    }
 
 
 def agent_fingerprint(agent: Any) -> dict[str, Any]:

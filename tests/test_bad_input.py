@@ -33,7 +33,7 @@ def test_bad_input_corpus(scripted: pytest.Pytester) -> None:
     out = _errors(result)
     for expected in (
         "cases.eval.jsonl:2: invalid JSON:",
-        "cases.eval.jsonl:3: expected_output: expected a string, got a whole number",
+        "cases.eval.jsonl:3: expected_output: expected a string, got a number",
         "cases.eval.jsonl:4: input: expected a string or a non-empty array",
         "cases.eval.jsonl:5: id: duplicate case id 'ok-1' (first defined at line 1)",
         "cases.eval.jsonl:6: expected_outptu: unknown field; expected one of id, category,",

@@ -46,6 +46,7 @@ import httpx
 
 from pytest_llmeval import __version__
 from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
+from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.base import AgentResponse
@@ -266,19 +267,19 @@ class HttpAgentRunner:
                 + (f", got {head!r}" if head else ", got an empty body")
             )
         if not isinstance(body, dict):
-            self._protocol_error(f"body: expected a JSON object, got {_json_type(body)}")
+            self._protocol_error(f"body: expected a JSON object, got {a_json_type(body)}")
         text = body.get("response")
         if not isinstance(text, str):
             self._protocol_error(
                 "field 'response': expected a string, got "
-                + ("nothing (missing)" if "response" not in body else _json_type(text))
+                + ("nothing (missing)" if "response" not in body else a_json_type(text))
             )
         raw_calls = body.get("toolCalls")
         if raw_calls is None:
             raw_calls = []
         if not isinstance(raw_calls, list):
             self._protocol_error(
-                f"field 'toolCalls': expected an array, got {_json_type(raw_calls)}"
+                f"field 'toolCalls': expected an array, got {a_json_type(raw_calls)}"
             )
         calls = [self._tool_call(i, raw) for i, raw in enumerate(raw_calls)]
         duration = body.get("durationMs")
@@ -288,19 +289,19 @@ class HttpAgentRunner:
     def _tool_call(self, index: int, raw: Any) -> ToolCallRecord:
         where = f"toolCalls[{index}]"
         if not isinstance(raw, dict):
-            self._protocol_error(f"field '{where}': expected an object, got {_json_type(raw)}")
+            self._protocol_error(f"field '{where}': expected an object, got {a_json_type(raw)}")
         name = raw.get("name")
         if not isinstance(name, str) or not name:
             self._protocol_error(
                 f"field '{where}.name': expected a non-empty string, got "
-                + (repr(name) if isinstance(name, str) else _json_type(name))
+                + (repr(name) if isinstance(name, str) else a_json_type(name))
             )
         success = raw.get("success", True)
         if success is None:
             success = True
         if not isinstance(success, bool):
             self._protocol_error(
-                f"field '{where}.success': expected a boolean, got {_json_type(success)}"
+                f"field '{where}.success': expected a boolean, got {a_json_type(success)}"
             )
         duration = raw.get("durationMs")
         duration_ms = 0.0 if duration is None else self._number(duration, f"{where}.durationMs")
@@ -309,7 +310,7 @@ class HttpAgentRunner:
             params = {}
         if not isinstance(params, dict):
             self._protocol_error(
-                f"field '{where}.params': expected an object, got {_json_type(params)}"
+                f"field '{where}.params': expected an object, got {a_json_type(params)}"
             )
         return ToolCallRecord(
             name=name,
@@ -322,7 +323,7 @@ class HttpAgentRunner:
 
     def _number(self, value: Any, field: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self._protocol_error(f"field '{field}': expected a number, got {_json_type(value)}")
+            self._protocol_error(f"field '{field}': expected a number, got {a_json_type(value)}")
         number = float(value)
         if not math.isfinite(number) or number < 0:
             self._protocol_error(f"field '{field}': expected a finite number >= 0, got {value!r}")
@@ -371,22 +372,6 @@ def _retry_after(value: str | None) -> float | None:
     if not math.isfinite(seconds):
         return None
     return max(seconds, 0.0)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _secrets_of(url: str, headers: dict[str, str]) -> list[str]:

@@ -6,21 +6,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from pytest_llmeval.errors import CaseFileError
-
-_JSON_TYPES = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    bool: "true or false",
-    int: "a whole number",
-    float: "a number",
-    type(None): "null",
-}
-
-
-def json_type(value: Any) -> str:
-    """How JSON would call the type of ``value`` ('an object', 'a string' ...)."""
-    return _JSON_TYPES.get(type(value), type(value).__name__)
+from pytest_llmeval.loading import a_json_type
 
 
 class RowReader:
@@ -54,7 +40,7 @@ class RowReader:
 
     def _expect(self, field: str, value: Any, ok: bool, expected: str) -> None:
         if not ok:
-            raise self.error(field, f"expected {expected}, got {json_type(value)}")
+            raise self.error(field, f"expected {expected}, got {a_json_type(value)}")
 
     def text(self, field: str, *, required: bool = False) -> str | None:
         value = self._get(field, required)
@@ -110,7 +96,7 @@ class RowReader:
         self._expect(field, value, isinstance(value, list), "an array of strings")
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.error(f"{field}[{i}]", f"expected a string, got {json_type(item)}")
+                raise self.error(f"{field}[{i}]", f"expected a string, got {a_json_type(item)}")
         return list(value)
 
     def text_groups(self, field: str) -> list[list[str]] | None:
@@ -120,11 +106,11 @@ class RowReader:
         self._expect(field, value, isinstance(value, list), "an array of arrays of strings")
         for i, group in enumerate(value):
             if not isinstance(group, list):
-                raise self.error(f"{field}[{i}]", f"expected an array, got {json_type(group)}")
+                raise self.error(f"{field}[{i}]", f"expected an array, got {a_json_type(group)}")
             for j, item in enumerate(group):
                 if not isinstance(item, str):
                     raise self.error(
-                        f"{field}[{i}][{j}]", f"expected a string, got {json_type(item)}"
+                        f"{field}[{i}][{j}]", f"expected a string, got {a_json_type(item)}"
                     )
         return [list(group) for group in value]
 
@@ -134,5 +120,5 @@ class RowReader:
             return None
         for key, item in value.items():
             if not isinstance(item, (int, float)) or isinstance(item, bool):
-                raise self.error(f"{field}.{key}", f"expected a number, got {json_type(item)}")
+                raise self.error(f"{field}.{key}", f"expected a number, got {a_json_type(item)}")
         return {key: float(item) for key, item in value.items()}

@@ -28,7 +28,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, read_records
+from pytest_llmeval.suites.records import first_row, iter_cases, read_records
 
 Scorer = Callable[[str, dict[str, Any]], float]
 """A scorer takes the response and the case's ``expect`` and returns a score in [0, 1]."""
@@ -80,14 +80,9 @@ class GoldenSuite:
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         thresholds = _category_thresholds(source)
         _, records = read_records(source)
-        for record in records:
-            if record.error is not None:
-                yield record.error
-                continue
-            try:
-                yield self._case(source, record.line or 1, record.value, thresholds, ctx)
-            except CaseFileError as exc:
-                yield exc
+        yield from iter_cases(
+            records, lambda line, row: self._case(source, line, row, thresholds, ctx)
+        )
 
     def _case(
         self,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import JsonDocument, Record, first_record, iter_jsonl
-from pytest_llmeval.suites.base import CaseSource
+from pytest_llmeval.models import EvalCase
+from pytest_llmeval.suites.base import CaseSource, LoadItem
 
 
 def read_records(
@@ -34,3 +36,17 @@ def first_row(path: Path, head: bytes) -> Any:
 def is_envelope(head: bytes) -> bool:
     value = first_record(head)
     return isinstance(value, dict) and isinstance(value.get("cases"), list)
+
+
+def iter_cases(
+    records: Iterator[Record], make: Callable[[int, dict[str, Any]], EvalCase]
+) -> Iterator[LoadItem]:
+    """Turn records into cases with ``make(line, row)``; a broken record or row yields its error."""
+    for record in records:
+        if record.error is not None:
+            yield record.error
+            continue
+        try:
+            yield make(record.line or 1, record.value)
+        except CaseFileError as exc:
+            yield exc

@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.redact import public_url
@@ -29,7 +28,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, is_envelope, read_records
+from pytest_llmeval.suites.records import first_row, is_envelope, iter_cases, read_records
 
 _LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")
 _GROUP_FIELDS = ("toolsAcceptable", "responseContainsAny")
@@ -61,14 +60,7 @@ class ToolForgeSuite:
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         header, records = read_records(source)
         tier = _tier(source, header)
-        for record in records:
-            if record.error is not None:
-                yield record.error
-                continue
-            try:
-                yield self._case(source, record.line or 1, record.value, tier, ctx)
-            except CaseFileError as exc:
-                yield exc
+        yield from iter_cases(records, lambda line, row: self._case(source, line, row, tier, ctx))
 
     def _case(
         self, source: CaseSource, line: int, row: dict[str, Any], tier: str, ctx: SuiteContext

@@ -59,11 +59,16 @@ class EvalFile(pytest.File):
         self.suite_name, self.data_display = suite.name, source.display
         items: dict[str, EvalItem] = {}
         for loaded in suite.load(source, self.state.context):
+            # one fixture closure for the whole file (the first item's), as pytest shares one
+            # among a parametrized test's items: all items here call the same stand-in
+            fixtureinfo = next(iter(items.values()))._fixtureinfo if items else None
             if isinstance(loaded, CaseFileError):
                 name = _error_name(loaded)
                 while name in items:
                     name += "_"
-                items[name] = EvalItem.from_parent(self, name=name, problem=loaded)
+                items[name] = EvalItem.from_parent(
+                    self, name=name, problem=loaded, fixtureinfo=fixtureinfo
+                )
                 continue
             name = loaded.case_id
             if name in items:
@@ -75,9 +80,13 @@ class EvalFile(pytest.File):
                     field="id",
                 )
                 dup = f"{name}@line{loaded.line}"
-                items[dup] = EvalItem.from_parent(self, name=dup, problem=problem)
+                items[dup] = EvalItem.from_parent(
+                    self, name=dup, problem=problem, fixtureinfo=fixtureinfo
+                )
                 continue
-            items[name] = EvalItem.from_parent(self, name=name, case=loaded)
+            items[name] = EvalItem.from_parent(
+                self, name=name, case=loaded, fixtureinfo=fixtureinfo
+            )
         for name in sorted(items):
             yield items[name]
 

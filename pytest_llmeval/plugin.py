@@ -66,8 +66,9 @@ class XdistHooks:
         return sharding.make_scheduler(config, log, enabled=enabled)
 
     def pytest_configure_node(self, node: Any) -> None:
-        enabled = node.config.stash[state_key].settings.hash_scheduling
-        sharding.configure_node(node, enabled=enabled)
+        state = node.config.stash[state_key]
+        state.hand_to_worker(node.workerinput)
+        sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
 # -- collection ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
+from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from pytest_llmeval.collect import EvalItem
 
 state_key = pytest.StashKey["LLMEvalState"]()
+RUN_DIR_KEY = "llmeval_run_dir"
+RUN_ID_KEY = "llmeval_run_id"
 
 
 class LLMEvalState:
@@ -36,6 +39,21 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(settings.concurrency, settings.timeout)
         self._markers: set[str] = set()
         self._order: list[EvalItem] = []
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None and RUN_DIR_KEY in workerinput:
+            self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
+        else:
+            self.run_dir, self.run_id = plan_run_dir(settings.output_root, settings.run_dir)
+
+    def ensure_run_dir(self) -> Path:
+        """Create (and tag) the run dir on first use; safe from several processes."""
+        tag_run_dir(self.run_dir)
+        return self.run_dir
+
+    def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
+        """Tell an xdist worker where this session's run dir is."""
+        workerinput[RUN_DIR_KEY] = str(self.run_dir)
+        workerinput[RUN_ID_KEY] = self.run_id
 
     @functools.cached_property
     def context(self) -> SuiteContext:

@@ -151,3 +151,26 @@ def _no_durations(value: Any) -> Any:
     if isinstance(value, list):
         return [_no_durations(v) for v in value]
     return value
+
+
+def test_workers_know_the_controllers_run_dir(scripted: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    write_json(scripted, "qa.golden.json", CASES[:4])
+    scripted.makeconftest(
+        scripted.path.joinpath("conftest.py").read_text()
+        + """
+import pathlib
+from pytest_llmeval.state import state_key
+
+def pytest_sessionfinish(session):
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "controller")
+    state = session.config.stash[state_key]
+    pathlib.Path(f"seen-{worker}.txt").write_text(f"{state.run_dir}|{state.run_id}")
+"""
+    )
+    scripted.runpytest("--llmeval-runner", "scripted", "-n", "2")
+    seen = {p.name: p.read_text() for p in scripted.path.glob("seen-*.txt")}
+    assert set(seen) == {"seen-controller.txt", "seen-gw0.txt", "seen-gw1.txt"}
+    assert len(set(seen.values())) == 1
+    run_dir = Path(seen["seen-controller.txt"].split("|")[0])
+    assert run_dir.is_absolute() and (run_dir / "report.json").is_file()

@@ -26,14 +26,19 @@ def is_run_dir(path: Path) -> bool:
     return (path / RUN_DIR_TAG).is_file()
 
 
-def new_run_dir(output_root: Path, now: datetime | None = None) -> tuple[Path, str]:
-    """A fresh ``<YYYYMMDDTHHMMSSZ>_<run_id>`` folder under ``output_root``."""
+def plan_run_dir(
+    output_root: Path, exact: Path | None = None, now: datetime | None = None
+) -> tuple[Path, str]:
+    """Where this session's run dir goes, and its run id (nothing is created yet).
+
+    ``exact`` (``--llmeval-run-dir``) is used as is; otherwise a new
+    ``<YYYYMMDDTHHMMSSZ>_<run_id>`` folder under ``output_root``.
+    """
+    if exact is not None:
+        return exact, exact.name
     now = now or datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex[:12]
-    path = output_root / f"{now.strftime('%Y%m%dT%H%M%SZ')}_{run_id}"
-    path.mkdir(parents=True, exist_ok=False)
-    tag_run_dir(path)
-    return path, run_id
+    return output_root / f"{now.strftime('%Y%m%dT%H%M%SZ')}_{run_id}", run_id
 
 
 def write_text(path: Path, text: str) -> None:

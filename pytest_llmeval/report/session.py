@@ -19,13 +19,7 @@ from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console
 from pytest_llmeval.report.aggregate import build_report
-from pytest_llmeval.report.artifacts import (
-    new_run_dir,
-    tag_run_dir,
-    write_json,
-    write_jsonl,
-    write_text,
-)
+from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
 from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.redact import redact_value
 from pytest_llmeval.state import LLMEvalState
@@ -43,7 +37,6 @@ class SessionReport:
         self.runners: dict[str, dict[str, Any]] = {}
         self.started = datetime.now(timezone.utc)
         self.run_dir: Path | None = None
-        self.run_id = ""
         self.report: dict[str, Any] | None = None
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.write_error: str | None = None
@@ -73,11 +66,7 @@ class SessionReport:
 
     def _write(self) -> None:
         settings = self.state.settings
-        if settings.run_dir is not None:
-            self.run_dir, self.run_id = settings.run_dir, settings.run_dir.name
-            tag_run_dir(self.run_dir)
-        else:
-            self.run_dir, self.run_id = new_run_dir(settings.output_root, self.started)
+        self.run_dir = self.state.ensure_run_dir()
         results = [self.results[key] for key in sorted(self.results)]
         datasets = self._dataset_hashes(results)
         ctx = self.state.context
@@ -106,7 +95,7 @@ class SessionReport:
         write_json(
             self.run_dir / "manifest.json",
             {
-                "run_id": self.run_id,
+                "run_id": self.state.run_id,
                 "plugin_version": __version__,
                 "python": sys.version.split()[0],
                 "pytest": pytest.__version__,
@@ -142,7 +131,7 @@ class SessionReport:
             if suite is None or not (rootdir / file).is_file():
                 continue
             source = CaseSource(path=rootdir / file, display=file)
-            artifacts = suite.file_artifacts(source, rows, self.state.context, self.run_id)
+            artifacts = suite.file_artifacts(source, rows, self.state.context, self.state.run_id)
             out.extend(sorted(artifacts.items()))
         return out
 

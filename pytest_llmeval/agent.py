@@ -19,6 +19,7 @@ import time
 from typing import Any, Literal, Protocol
 
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.context import emit
 from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.models import EvalCase, Message, ToolCallRecord, Transcript, Usage
 from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse, GenerateRequest, Runner
@@ -54,6 +55,13 @@ class LoopAgent:
             turns += 1
             usage = usage + completion.usage
             response = completion.text
+            emit(
+                "model_call",
+                turn=turns,
+                finish_reason=completion.finish_reason,
+                tool_calls=[call.name for call in completion.tool_calls],
+                usage=completion.usage.model_dump(),
+            )
             messages.append(
                 Message(
                     role="assistant",
@@ -78,6 +86,13 @@ class LoopAgent:
                     if call.arguments_error is not None:
                         record = record.model_copy(update={"arguments_error": call.arguments_error})
                 records.append(record)
+                emit(
+                    "tool_call",
+                    name=record.name,
+                    params=record.params,
+                    source=record.source,
+                    success=record.success,
+                )
                 if case.tool_mode != "routing":
                     messages.append(
                         Message(

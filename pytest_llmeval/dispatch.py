@@ -16,10 +16,12 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_llmeval.agent import run_agent
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.context import case_run
 from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.models import EvalCase, Transcript
 from pytest_llmeval.runners.replay import case_scope
@@ -36,9 +38,10 @@ JobLookup = Callable[[int], Job | None]
 class Dispatcher:
     """Background event loop plus a run-ahead window over the items of this process."""
 
-    def __init__(self, concurrency: int, timeout_s: float):
+    def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        self.workspace_root = workspace_root
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -123,24 +126,27 @@ class Dispatcher:
         with self._lock:
             future = self._futures.get(key)
             if future is None:
-                future = asyncio.run_coroutine_threadsafe(self._run(*job), self._ensure_loop())
+                future = asyncio.run_coroutine_threadsafe(self._run(key, *job), self._ensure_loop())
                 self._futures[key] = future
         return future
 
-    async def _run(self, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
+    async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         assert self._semaphore is not None
         async with self._semaphore:
-            with case_scope():
+            with case_scope(), case_run(key, self.workspace_root) as run:
                 try:
-                    return await asyncio.wait_for(
+                    transcript = await asyncio.wait_for(
                         run_agent(agent, case, broker), timeout=self.timeout_s
                     )
                 except asyncio.TimeoutError:
-                    return _fault(f"timed out after {self.timeout_s:g}s", "timeout")
+                    transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
                 except RunnerError as exc:
-                    return _fault(str(exc), exc.kind)
+                    transcript = _fault(str(exc), exc.kind)
                 except Exception as exc:
-                    return _fault(f"{type(exc).__name__}: {exc}", "agent")
+                    transcript = _fault(f"{type(exc).__name__}: {exc}", "agent")
+                if transcript.error is not None:
+                    run.emit("error", kind=transcript.error_kind, message=transcript.error)
+                return transcript.model_copy(update={"events": transcript.events + run.events})
 
 
 def _fault(message: str, kind: str) -> Transcript:

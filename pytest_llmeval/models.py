@@ -163,6 +163,8 @@ class Transcript(_Model):
     """An infrastructure fault that kept the case from finishing (timeout, HTTP, protocol)."""
     error_kind: str | None = None
     """The fault's kind (``timeout``, ``http``, ``protocol``, ``cassette``, ...)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """The case's event stream (model calls, tool calls, what the agent emitted)."""
 
 
 class CaseScore(_Model):
@@ -205,3 +207,5 @@ class CaseResult(_Model):
     fixture_hits: int = 0
     fixture_misses: int = 0
     details: dict[str, Any] = Field(default_factory=dict)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """The case's event stream; written to ``events.jsonl``, not to ``results.jsonl``."""

@@ -36,7 +36,6 @@ class LLMEvalState:
         self.config = config
         self.settings = settings
         self.suites = suites
-        self.dispatcher = Dispatcher(settings.concurrency, settings.timeout)
         self._markers: set[str] = set()
         self._order: list[EvalItem] = []
         workerinput = getattr(config, "workerinput", None)
@@ -44,6 +43,9 @@ class LLMEvalState:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
         else:
             self.run_dir, self.run_id = plan_run_dir(settings.output_root, settings.run_dir)
+        self.dispatcher = Dispatcher(
+            settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
+        )
 
     def ensure_run_dir(self) -> Path:
         """Create (and tag) the run dir on first use; safe from several processes."""
@@ -119,6 +121,7 @@ class LLMEvalState:
             fixture_hits=transcript.fixture_hits,
             fixture_misses=transcript.fixture_misses,
             details=score.details,
+            events=transcript.events,
         )
 
     def result_for_report(
@@ -133,7 +136,15 @@ class LLMEvalState:
             return None
         outcome: Outcome = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message(excinfo)
-        return CaseResult(**_identity(item), outcome=outcome, passed=False, error=message)
+        transcript = item.transcript
+        return CaseResult(
+            **_identity(item),
+            outcome=outcome,
+            passed=False,
+            error=message,
+            events=transcript.events if transcript else [],
+            duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
+        )
 
 
 def _identity(item: EvalItem) -> dict[str, Any]:

@@ -7,6 +7,7 @@ results reach it on the test reports, from this process or from xdist workers al
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -84,11 +85,10 @@ class SessionReport:
         self.file_artifacts = self._suite_artifacts(results)
         for name, value in self.file_artifacts:
             write_json(self.run_dir / name, value)
-        write_jsonl(self.run_dir / "results.jsonl", (r.model_dump(mode="json") for r in results))
-        write_jsonl(
-            self.run_dir / "errors.jsonl",
-            (r.model_dump(mode="json") for r in results if r.outcome == "error"),
-        )
+        rows = [r.model_dump(mode="json", exclude={"events"}) for r in results]
+        write_jsonl(self.run_dir / "results.jsonl", rows)
+        write_jsonl(self.run_dir / "errors.jsonl", (r for r in rows if r["outcome"] == "error"))
+        write_jsonl(self.run_dir / "events.jsonl", _events(results))
         write_json(self.run_dir / "report.json", self.report)
         write_text(self.run_dir / "summary.md", console.summary_markdown(self.report, results))
         finished = datetime.now(timezone.utc)
@@ -105,7 +105,7 @@ class SessionReport:
                 "settings": settings.public_dict(),
                 "invocation": redact_value(list(self.state.config.invocation_params.args)),
                 "artifacts": sorted(
-                    ["results.jsonl", "errors.jsonl", "report.json", "summary.md"]
+                    ["results.jsonl", "errors.jsonl", "events.jsonl", "report.json", "summary.md"]
                     + [name for name, _ in self.file_artifacts]
                 ),
             },
@@ -153,3 +153,15 @@ class SessionReport:
             terminalreporter.write_line(f"llmeval: {self.write_error}", red=True)
         elif self.run_dir is not None:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
+
+
+def _events(results: list[CaseResult]) -> Iterator[dict[str, Any]]:
+    """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
+    for result in results:
+        for index, event in enumerate(result.events):
+            yield {
+                "sample_id": result.case_id,
+                "nodeid": result.nodeid,
+                "event_index": index,
+                **event,
+            }

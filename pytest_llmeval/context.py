@@ -1,0 +1,90 @@
+"""What an agent can reach while it runs one case: its own workspace and the event stream.
+
+The dispatcher opens a :class:`CaseRun` around every case (in the case's own asyncio task, so
+concurrent cases never share one). Agents, built-in or a user's, call :func:`workspace` for a
+private scratch folder under the run dir and :func:`emit` to add events to the case's stream,
+which ends up in ``events.jsonl``. Both work from sync agents too (``asyncio.to_thread`` copies
+the context into the worker thread).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_llmeval.errors import LLMEvalError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class CaseRun:
+    """One running case: where its files go and what happened so far."""
+
+    key: str
+    """The case's node id."""
+    workspace_root: Path | None
+    """Parent of the per-case workspaces (``<run dir>/workspaces``)."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    _workspace: Path | None = None
+
+    def workspace(self) -> Path:
+        """This case's private folder, created on first use."""
+        if self._workspace is None:
+            if self.workspace_root is None:
+                raise LLMEvalError("this session has no run dir for case workspaces")
+            self._workspace = self.workspace_root / workspace_name(self.key)
+            self._workspace.mkdir(parents=True, exist_ok=True)
+        return self._workspace
+
+    def emit(self, event: str, **data: Any) -> None:
+        elapsed = round((time.perf_counter() - self.started) * 1000, 3)
+        self.events.append({"type": event, "elapsed_ms": elapsed, **data})
+
+
+_current: ContextVar[CaseRun | None] = ContextVar("llmeval_case_run", default=None)
+
+
+def workspace_name(key: str) -> str:
+    """A folder name for a node id: readable, and unique through a short hash."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
+    return f"{_UNSAFE.sub('_', key).strip('_')[-80:]}-{digest}"
+
+
+@contextmanager
+def case_run(key: str, workspace_root: Path | None) -> Iterator[CaseRun]:
+    """Make ``key`` the running case for the code inside (and the tasks it starts)."""
+    run = CaseRun(key=key, workspace_root=workspace_root)
+    token = _current.set(run)
+    try:
+        yield run
+    finally:
+        _current.reset(token)
+
+
+def current() -> CaseRun | None:
+    """The running case, or ``None`` outside of one."""
+    return _current.get()
+
+
+def workspace() -> Path:
+    """The running case's private scratch folder (created on first call)."""
+    run = _current.get()
+    if run is None:
+        raise LLMEvalError("workspace() is only available while a case runs")
+    return run.workspace()
+
+
+def emit(event: str, **data: Any) -> None:
+    """Add an event to the running case's stream; outside a case it is dropped."""
+    run = _current.get()
+    if run is not None:
+        run.emit(event, **data)

@@ -111,7 +111,7 @@ def llmeval_runner(
     registry = RunnerRegistry()
     pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
     try:
-        runner = registry.create(llmeval_settings)
+        runner = registry.create(llmeval_settings, redact=state.redactor.value)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     yield runner
@@ -158,3 +158,5 @@ def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestRepo
     item.user_properties.append(("llmeval.outcome", result.outcome))
     for name, value in sorted(result.scores.items()):
         item.user_properties.append((f"llmeval.score.{name}", value))
+    if isinstance(report.longrepr, str):
+        report.longrepr = state.redactor.text(report.longrepr)

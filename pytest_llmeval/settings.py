@@ -6,17 +6,22 @@ Precedence: command-line option > ini key ``llmeval_<noun>`` > environment varia
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.runners.providers import Provider, parse_providers
 
 RecordMode = Literal["none", "new", "all"]
+
+_PublicURL = Annotated[str, PlainSerializer(public_url, when_used="json")]
+"""A URL setting; written (run manifest) without user-info and query string."""
 
 DEFAULT_FILE_GLOBS = (
     "*.golden.json",
@@ -34,7 +39,7 @@ class OptionSpec:
     noun: str
     help: str
     default: Any = None
-    type: str = "string"  # string | int | float | path | choice | bool | args
+    type: str = "string"  # string | int | float | path | choice | list
     choices: tuple[str, ...] = ()
     metavar: str | None = None
 
@@ -162,6 +167,89 @@ OPTIONS: tuple[OptionSpec, ...] = (
         type="choice",
         choices=("yes", "no"),
     ),
+    OptionSpec(
+        "redact-pattern",
+        "A regular expression whose matches are replaced by [REDACTED] in everything the run "
+        "writes (repeatable; added to the built-in token patterns).",
+        type="list",
+        metavar="REGEX",
+    ),
+    OptionSpec(
+        "secret-env",
+        "Name of an environment variable holding a secret (repeatable): its value is redacted "
+        "from every written file, and the session fails if it is found in one anyway.",
+        type="list",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "model",
+        "Model name the openai runner asks for (also picks the provider, see llmeval_providers).",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "base-url",
+        "API root of the OpenAI-compatible endpoint for models no provider claims "
+        "(/chat/completions and /completions are appended).",
+        default="https://api.openai.com/v1",
+        metavar="URL",
+    ),
+    OptionSpec(
+        "api-key-env",
+        "Environment variable the openai runner reads its API key from (unset or empty: no "
+        "Authorization header, for local servers).",
+        default="OPENAI_API_KEY",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "temperature",
+        "Sampling temperature sent to the model.",
+        default=0.0,
+        type="float",
+        metavar="T",
+    ),
+    OptionSpec(
+        "top-p",
+        "Nucleus sampling top_p sent to the model (not sent when unset).",
+        type="float",
+        metavar="P",
+    ),
+    OptionSpec(
+        "max-tokens",
+        "max_tokens sent with each chat completion (not sent when unset).",
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "seed", "Sampling seed sent to the model (not sent when unset).", type="int", metavar="N"
+    ),
+    OptionSpec(
+        "extra-body",
+        "A JSON object merged last into every request body ('{\"top_k\": 1}').",
+        metavar="JSON",
+    ),
+    OptionSpec(
+        "prompt-wrapper",
+        "A .j2 (Jinja2 rendering to {system, user}) or .tmpl (string.Template) file that "
+        "reshapes the first system and user message of each request.",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "deterministic",
+        "yes: the openai runner never retries; a 429, 5xx, timeout or dropped connection is "
+        "an error at once (retried hosted calls may not answer the same).",
+        default="no",
+        type="choice",
+        choices=("yes", "no"),
+    ),
+    OptionSpec(
+        "providers",
+        "OpenAI-compatible providers, one per line (repeatable): NAME BASE_URL KEY_ENV "
+        "PREFIX[,PREFIX...]; a model goes to the provider with the longest matching name "
+        "prefix (KEY_ENV '-' for no key).",
+        type="list",
+        metavar="ENTRY",
+    ),
 )
 
 
@@ -206,6 +294,32 @@ class Settings(BaseModel):
     """Whether the xdist hash scheduler is used with ``-n``."""
     file_globs: tuple[str, ...] = DEFAULT_FILE_GLOBS
     """File name patterns that are looked at as eval files."""
+    redact_pattern: tuple[str, ...] = ()
+    """Extra redaction regular expressions."""
+    secret_env: tuple[str, ...] = ()
+    """Environment variables whose values are secrets."""
+    model: str | None = None
+    """Model name for the ``openai`` runner."""
+    base_url: _PublicURL = "https://api.openai.com/v1"
+    """API root for models no provider claims."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (read when the runner is built)."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    top_p: float | None = None
+    """Nucleus sampling ``top_p``; not sent when ``None``."""
+    max_tokens: int | None = None
+    """``max_tokens`` of a chat completion; not sent when ``None``."""
+    seed: int | None = None
+    """Sampling seed; not sent when ``None``."""
+    extra_body: dict[str, Any] | None = None
+    """Merged last into every request body."""
+    prompt_wrapper: Path | None = None
+    """A ``.j2`` or ``.tmpl`` prompt wrapper."""
+    deterministic: bool = False
+    """Turn every retry condition into an immediate error."""
+    providers: tuple[Provider, ...] = ()
+    """OpenAI-compatible providers, routed to by model-name prefix."""
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe values for the run manifest, URLs without secrets."""
@@ -224,8 +338,13 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs["metavar"] = spec.metavar
         if spec.choices:
             kwargs["choices"] = list(spec.choices)
+        if spec.type == "list":
+            kwargs["action"] = "append"
         group.addoption(spec.flag, **kwargs)
-        parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
+        if spec.type == "list":
+            parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
+        else:
+            parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
     parser.addini(
         "llmeval_files",
         type="linelist",
@@ -261,7 +380,27 @@ def from_config(config: pytest.Config) -> Settings:
             "--llmeval-runner http-agent needs --llmeval-agent-url URL "
             "(the endpoint that takes POST {message})"
         )
+    if values["runner"] == "openai" and not values["model"]:
+        raise pytest.UsageError("--llmeval-runner openai needs --llmeval-model NAME")
+    values["deterministic"] = values["deterministic"] == "yes"
+    values["extra_body"] = _json_object(values["extra_body"], "--llmeval-extra-body")
+    try:
+        values["providers"] = parse_providers(values["providers"])
+    except ValueError as exc:
+        raise pytest.UsageError(f"llmeval_providers: {exc}") from None
     return Settings(**values)
+
+
+def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}: {exc}") from None
+    if not isinstance(value, dict):
+        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}")
+    return value
 
 
 def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
@@ -269,7 +408,7 @@ def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
     if value is not None:
         return value, spec.flag
     ini = config.getini(spec.dest)
-    if ini not in (None, ""):
+    if ini not in (None, "", []):
         return ini, f"ini {spec.dest}"
     env = os.environ.get(spec.env)
     if env not in (None, ""):
@@ -279,7 +418,7 @@ def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
 
 def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
     if raw is None:
-        return None
+        return () if spec.type == "list" else None
     text = str(raw).strip()
     try:
         if spec.type == "int":
@@ -297,6 +436,9 @@ def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
         if spec.noun == "hash-scheduling":
             return text == "yes"
         return text
+    if spec.type == "list":
+        items = raw if isinstance(raw, list) else str(raw).splitlines()
+        return tuple(str(item).strip() for item in items if str(item).strip())
     if spec.type == "path":
         path = Path(text).expanduser()
         return path if path.is_absolute() else rootdir / path

@@ -20,6 +20,7 @@ from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
 from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.report.redact import Redactor, secret_values
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
 
@@ -43,6 +44,10 @@ class LLMEvalState:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
         else:
             self.run_dir, self.run_id = plan_run_dir(settings.output_root, settings.run_dir)
+        self.secrets = secret_values(
+            [*settings.secret_env, *filter(None, [getattr(settings, "api_key_env", None)])]
+        )
+        self.redactor = Redactor(settings.redact_pattern, self.secrets)
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
         )

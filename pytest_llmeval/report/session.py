@@ -22,7 +22,7 @@ from pytest_llmeval.report import console
 from pytest_llmeval.report.aggregate import build_report
 from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
 from pytest_llmeval.report.fingerprint import file_sha256
-from pytest_llmeval.report.redact import redact_value
+from pytest_llmeval.report.redact import find_leaks
 from pytest_llmeval.state import LLMEvalState
 from pytest_llmeval.suites.base import CaseSource
 
@@ -41,6 +41,7 @@ class SessionReport:
         self.report: dict[str, Any] | None = None
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.write_error: str | None = None
+        self.leaks: list[Path] = []
 
     # -- collecting --------------------------------------------------------------------------
 
@@ -56,14 +57,18 @@ class SessionReport:
 
     # -- writing -----------------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.results:
-            return
-        try:
-            self._write()
-        except (OSError, LLMEvalError) as exc:
-            self.write_error = f"could not write the run dir: {exc}"
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Any:
+        """Write the run dir first; scan for leaked secrets after every other writer
+        (junitxml and pytest-json-report write in their own sessionfinish)."""
+        if self.results:
+            try:
+                self._write()
+            except (OSError, LLMEvalError) as exc:
+                self.write_error = f"could not write the run dir: {exc}"
+        result = yield
+        self._leak_check(session)
+        return result
 
     def _write(self) -> None:
         settings = self.state.settings
@@ -83,14 +88,16 @@ class SessionReport:
             },
         )
         self.file_artifacts = self._suite_artifacts(results)
+        redact = self.state.redactor
         for name, value in self.file_artifacts:
-            write_json(self.run_dir / name, value)
-        rows = [r.model_dump(mode="json", exclude={"events"}) for r in results]
+            write_json(self.run_dir / name, redact.value(value))
+        rows = [redact.value(r.model_dump(mode="json", exclude={"events"})) for r in results]
         write_jsonl(self.run_dir / "results.jsonl", rows)
         write_jsonl(self.run_dir / "errors.jsonl", (r for r in rows if r["outcome"] == "error"))
-        write_jsonl(self.run_dir / "events.jsonl", _events(results))
-        write_json(self.run_dir / "report.json", self.report)
-        write_text(self.run_dir / "summary.md", console.summary_markdown(self.report, results))
+        write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in _events(results)))
+        write_json(self.run_dir / "report.json", redact.value(self.report))
+        summary = console.summary_markdown(self.report, results)
+        write_text(self.run_dir / "summary.md", redact.text(summary))
         finished = datetime.now(timezone.utc)
         write_json(
             self.run_dir / "manifest.json",
@@ -102,14 +109,39 @@ class SessionReport:
                 "started": self.started.isoformat(),
                 "finished": finished.isoformat(),
                 "duration_s": round((finished - self.started).total_seconds(), 3),
-                "settings": settings.public_dict(),
-                "invocation": redact_value(list(self.state.config.invocation_params.args)),
+                "settings": redact.value(settings.public_dict()),
+                "invocation": redact.value(list(self.state.config.invocation_params.args)),
                 "artifacts": sorted(
                     ["results.jsonl", "errors.jsonl", "events.jsonl", "report.json", "summary.md"]
                     + [name for name, _ in self.file_artifacts]
                 ),
             },
         )
+
+    # -- leak check --------------------------------------------------------------------------
+
+    def _leak_check(self, session: pytest.Session) -> None:
+        self.leaks = find_leaks(self._written_paths(), self.state.secrets)
+        if self.leaks:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                for path in self.leaks:
+                    reporter.write_line(
+                        f"llmeval: leak check: a configured secret's value is in {path}", red=True
+                    )
+
+    def _written_paths(self) -> list[Path]:
+        config = self.state.config
+        paths = [self.run_dir] if self.run_dir is not None else []
+        for option in ("xmlpath", "json_report_file"):
+            value = getattr(config.option, option, None)
+            if value and Path(value).is_file():
+                paths.append(Path(value))
+        cassettes = self.state.settings.cassettes
+        if self.state.settings.record is not None and cassettes.is_dir():
+            paths.append(cassettes)
+        return paths
 
     def _dataset_hashes(self, results: list[CaseResult]) -> dict[str, str]:
         rootdir = self.state.settings.rootdir

@@ -54,8 +54,11 @@ class RunnerRegistry:
     def names(self) -> list[str]:
         return sorted(self._factories)
 
-    def create(self, settings: Settings) -> Any:
-        """Build the runner named in the settings, wrapped for cassettes when asked."""
+    def create(self, settings: Settings, redact: Callable[[Any], Any] | None = None) -> Any:
+        """Build the runner named in the settings, wrapped for cassettes when asked.
+
+        ``redact`` is applied to every cassette written (the session's redactor).
+        """
         factory = self._factories.get(settings.runner)
         if factory is None:
             raise ConfigError(
@@ -77,7 +80,8 @@ class RunnerRegistry:
             )
         from pytest_llmeval.runners.replay import CassetteStore, RecordingRunner
 
-        return RecordingRunner(runner, CassetteStore(settings.cassettes), settings.record)
+        store = CassetteStore(settings.cassettes, redact=redact)
+        return RecordingRunner(runner, store, settings.record)
 
 
 def _lazy_entry_point(ep: Any) -> RunnerFactory:

@@ -24,7 +24,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import Any, Literal
@@ -143,8 +143,10 @@ def write_atomic(path: Path, text: str) -> None:
 class CassetteStore:
     """Content-addressed cassette files under ``root``."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, redact: Callable[[Any], Any] | None = None) -> None:
         self.root = Path(root)
+        self.redact = redact
+        """Applied to every record before it is written (the session's redactor)."""
 
     def folder(self, runner_name: str, runner_fp: dict[str, Any]) -> Path:
         """The folder of one recorded runner: ``<root>/<slug>-<fp12>``."""
@@ -177,7 +179,7 @@ class CassetteStore:
         """Write ``runner.json`` once (concurrent identical writes are harmless)."""
         path = folder / RUNNER_FILE
         if not path.exists():
-            write_atomic(path, _pretty_json(runner_fp))
+            write_atomic(path, _pretty_json(runner_fp))  # fingerprints never hold secrets
 
     def get(self, folder: Path, key: str) -> Completion | None:
         """The recorded completion for ``key``, or ``None`` when there is none."""
@@ -211,6 +213,8 @@ class CassetteStore:
             "repeat": repeat,
             "completion": completion.model_dump(mode="json"),
         }
+        if self.redact is not None:
+            record = {**self.redact(record), "key": key}
         write_atomic(path, _pretty_json(record))
         return path
 

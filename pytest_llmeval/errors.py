@@ -7,6 +7,7 @@ The hierarchy::
     ├── ConfigError          a manifest, registry or option value cannot be used
     ├── RunnerError          a model call or agent endpoint failed (kind, retryable)
     ├── CassetteMiss         replay found no recording for a request (a RunnerError)
+    ├── FingerprintMismatch  a baseline was made with another runner or dataset (not comparable)
     └── EvalFailure          the case ran and did not meet its expectations
 
 An ``EvalFailure`` makes a test *fail*; everything else makes it an *error*: the case could
@@ -66,4 +67,15 @@ class EvalFailure(LLMEvalError):
     def __init__(self, message: str, details: str = ""):
         self.message = message
         self.details = details
+        super().__init__(message)
+
+
+class FingerprintMismatch(LLMEvalError):
+    """Results made with another runner or dataset than this run's: not comparable."""
+
+    def __init__(
+        self, message: str, differences: dict[str, tuple[str | None, str | None]] | None = None
+    ):
+        self.differences = differences or {}
+        """Fingerprint name -> (baseline value, current value), for each one that differs."""
         super().__init__(message)

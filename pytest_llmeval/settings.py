@@ -39,7 +39,7 @@ class OptionSpec:
     noun: str
     help: str
     default: Any = None
-    type: str = "string"  # string | int | float | path | choice | list
+    type: str = "string"  # string | int | float | path | choice | list | flag
     choices: tuple[str, ...] = ()
     metavar: str | None = None
 
@@ -141,10 +141,37 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "baseline",
-        "A previous run dir to compare with: tool-forge files report regressions and new "
-        "passes against its toolforge/ results.",
+        "A baseline file (from --llmeval-update-baseline) or a previous run dir to compare "
+        "with: flips per case, metric deltas, an exact McNemar test; a regression fails the "
+        "session.",
         type="path",
         metavar="PATH",
+    ),
+    OptionSpec(
+        "update-baseline",
+        "Write this run as the baseline file PATH (bless it).",
+        type="path",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "baseline-allow-mismatch",
+        "Compare with the baseline even when the runner or dataset fingerprints differ.",
+        type="flag",
+    ),
+    OptionSpec(
+        "gate",
+        "A dataset-level gate 'SUITE.METRIC OP VALUE' (ops >=, <=, >, <, ==; SUITE may be * for "
+        "all cases), e.g. 'golden.pass_rate>=0.9' (repeatable). A failed gate fails the session.",
+        type="list",
+        metavar="GATE",
+    ),
+    OptionSpec(
+        "exit-on",
+        "What fails the session: all (failed cases, gates, regressions) or gates (only gates, "
+        "regressions and leaks; failed cases are still reported).",
+        default="all",
+        type="choice",
+        choices=("all", "gates"),
     ),
     OptionSpec(
         "run-dir",
@@ -250,6 +277,30 @@ OPTIONS: tuple[OptionSpec, ...] = (
         type="list",
         metavar="ENTRY",
     ),
+    OptionSpec(
+        "device",
+        "Where the hf runner runs the model: auto (cuda when torch sees a GPU, else cpu), "
+        "cpu or cuda.",
+        default="auto",
+        type="choice",
+        choices=("auto", "cpu", "cuda"),
+    ),
+    OptionSpec(
+        "dtype",
+        "Weight and activation dtype of the hf runner: auto (bfloat16 on a GPU, float32 on "
+        "cpu), float32, bfloat16 or float16.",
+        default="auto",
+        type="choice",
+        choices=("auto", "float32", "bfloat16", "float16"),
+    ),
+    OptionSpec(
+        "batch-size",
+        "Most requests the hf runner generates or scores in one batch (requests in flight "
+        "together are batched; results do not depend on it).",
+        default=8,
+        type="int",
+        metavar="N",
+    ),
 )
 
 
@@ -285,7 +336,15 @@ class Settings(BaseModel):
     snapshot: Path | None = None
     """Snapshot file for ``{{snapshot:...}}`` tokens."""
     baseline: Path | None = None
-    """Previous run dir to diff against."""
+    """Baseline file or previous run dir to diff against."""
+    update_baseline: Path | None = None
+    """Where to write this run as the new baseline."""
+    baseline_allow_mismatch: bool = False
+    """Diff even when fingerprints differ."""
+    gate: tuple[str, ...] = ()
+    """Gates given on the command line or in the ini file."""
+    exit_on: Literal["all", "gates"] = "all"
+    """What fails the session."""
     run_dir: Path | None = None
     """Exact run dir, when given."""
     output_root: Path
@@ -320,6 +379,12 @@ class Settings(BaseModel):
     """Turn every retry condition into an immediate error."""
     providers: tuple[Provider, ...] = ()
     """OpenAI-compatible providers, routed to by model-name prefix."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Device of the ``hf`` runner."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """dtype of the ``hf`` runner."""
+    batch_size: int = 8
+    """Largest batch the ``hf`` runner generates or scores at once."""
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe values for the run manifest, URLs without secrets."""
@@ -340,6 +405,8 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs["choices"] = list(spec.choices)
         if spec.type == "list":
             kwargs["action"] = "append"
+        if spec.type == "flag":
+            kwargs["action"] = "store_true"
         group.addoption(spec.flag, **kwargs)
         if spec.type == "list":
             parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
@@ -418,7 +485,7 @@ def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
 
 def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
     if raw is None:
-        return () if spec.type == "list" else None
+        return {"list": (), "flag": False}.get(spec.type)
     text = str(raw).strip()
     try:
         if spec.type == "int":
@@ -436,6 +503,14 @@ def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
         if spec.noun == "hash-scheduling":
             return text == "yes"
         return text
+    if spec.type == "flag":
+        if isinstance(raw, bool):
+            return raw
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise pytest.UsageError(f"{source} takes true or false, got {text!r}")
     if spec.type == "list":
         items = raw if isinstance(raw, list) else str(raw).splitlines()
         return tuple(str(item).strip() for item in items if str(item).strip())

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report.baseline import BaselineDiff
+from pytest_llmeval.report.gates import GateResult
 
 MAX_LISTED_FAILURES = 50
 
@@ -76,3 +78,26 @@ def _row(label: str, totals: dict[str, Any]) -> str:
         f"| {label} | {totals['total']} | {totals['passed']} | {totals['failed']} | "
         f"{totals['errors']} | {totals['skipped']} | {_rate(totals['pass_rate'])} |"
     )
+
+
+def verdict_lines(
+    gates: Sequence[GateResult],
+    problems: Sequence[str],
+    diff: BaselineDiff | None,
+    refusal: str | None,
+) -> list[str]:
+    """One line per gate, then the baseline comparison."""
+    lines = [
+        f"gate {g.gate.name}: {'passed' if g.passed else 'FAILED'} ({g.message})" for g in gates
+    ]
+    lines += [f"gate problem: {problem}" for problem in problems]
+    if refusal is not None:
+        lines.append(f"baseline: not compared: {refusal}")
+    elif diff is not None:
+        counts = ", ".join(f"{len(ids)} {kind}" for kind, ids in diff.flips.items())
+        verdict = "REGRESSED" if diff.regressed else "no regressions"
+        lines.append(
+            f"baseline: {verdict}: {counts}; exact McNemar p={diff.mcnemar_p:.4g} "
+            f"(b={diff.pass_to_fail}, c={diff.fail_to_pass})"
+        )
+    return lines

@@ -18,10 +18,12 @@ from pytest_llmeval import __version__
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.report import console
+from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.aggregate import build_report
 from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
+from pytest_llmeval.report.baseline import BaselineDiff, diff_markdown, write_baseline
 from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.report.gates import GateResult, evaluate_gates, gates_section
 from pytest_llmeval.report.redact import find_leaks
 from pytest_llmeval.state import LLMEvalState
 from pytest_llmeval.suites.base import CaseSource
@@ -42,6 +44,11 @@ class SessionReport:
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.write_error: str | None = None
         self.leaks: list[Path] = []
+        self.cli_gates = verdict.cli_gates(state.settings)
+        self.gate_results: list[GateResult] = []
+        self.gate_problems: list[str] = []
+        self.baseline_diff: BaselineDiff | None = None
+        self.baseline_refusal: str | None = None
 
     # -- collecting --------------------------------------------------------------------------
 
@@ -61,14 +68,39 @@ class SessionReport:
     def pytest_sessionfinish(self, session: pytest.Session) -> Any:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
+        settings = self.state.settings
         if self.results:
             try:
                 self._write()
             except (OSError, LLMEvalError) as exc:
                 self.write_error = f"could not write the run dir: {exc}"
+            reports = verdict.gate_reports(self.gate_results) + verdict.baseline_reports(
+                self.baseline_diff, self.baseline_refusal
+            )
+            # gates are reported as tests: count them, so progress and totals add up
+            session.testscollected += len(reports) // 3
+            for report in reports:
+                session.config.hook.pytest_runtest_logreport(report=report)
+        session.exitstatus = verdict.exit_status(
+            session.exitstatus, settings.exit_on, self.verdict_failed
+        )
         result = yield
         self._leak_check(session)
+        session.exitstatus = verdict.exit_status(
+            session.exitstatus, settings.exit_on, self.verdict_failed or bool(self.leaks)
+        )
         return result
+
+    @property
+    def verdict_failed(self) -> bool:
+        """A gate failed, the baseline regressed or was refused, or a manifest gate was bad."""
+        return (
+            any(not g.passed for g in self.gate_results)
+            or bool(self.gate_problems)
+            or self.baseline_refusal is not None
+            or (self.baseline_diff is not None and self.baseline_diff.regressed)
+            or self.write_error is not None
+        )
 
     def _write(self) -> None:
         settings = self.state.settings
@@ -87,6 +119,7 @@ class SessionReport:
                 "fixtures_sha256": broker.fingerprint(),
             },
         )
+        self._judge(results)
         self.file_artifacts = self._suite_artifacts(results)
         redact = self.state.redactor
         for name, value in self.file_artifacts:
@@ -97,6 +130,8 @@ class SessionReport:
         write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in _events(results)))
         write_json(self.run_dir / "report.json", redact.value(self.report))
         summary = console.summary_markdown(self.report, results)
+        if self.baseline_diff is not None:
+            summary += "\n" + diff_markdown(self.baseline_diff)
         write_text(self.run_dir / "summary.md", redact.text(summary))
         finished = datetime.now(timezone.utc)
         write_json(
@@ -117,6 +152,29 @@ class SessionReport:
                 ),
             },
         )
+
+    def _judge(self, results: list[CaseResult]) -> None:
+        """Gates and the baseline diff, into the report; bless the run when asked."""
+        assert self.report is not None
+        settings = self.state.settings
+        gates, self.gate_problems = verdict.manifest_gates(results, settings.rootdir)
+        gates = self.cli_gates + gates
+        self.gate_results = evaluate_gates(gates, self.report)
+        if gates:
+            self.report["gates"] = gates_section(self.gate_results)
+        self.baseline_diff, self.baseline_refusal = verdict.compare_with_baseline(
+            settings, self.report, results
+        )
+        if self.baseline_diff is not None:
+            self.report["baseline"] = self.baseline_diff.model_dump(mode="json")
+        if settings.update_baseline is not None:
+            blessed = {k: v for k, v in self.report.items() if k != "baseline"}
+            write_baseline(
+                settings.update_baseline,
+                self.state.redactor.value(blessed),
+                results,
+                run_id=self.state.run_id,
+            )
 
     # -- leak check --------------------------------------------------------------------------
 
@@ -175,6 +233,10 @@ class SessionReport:
         terminalreporter.section("llmeval")
         if self.report is not None:
             for line in console.summary_lines(self.report):
+                terminalreporter.write_line(line)
+            for line in console.verdict_lines(
+                self.gate_results, self.gate_problems, self.baseline_diff, self.baseline_refusal
+            ):
                 terminalreporter.write_line(line)
         for name, value in self.file_artifacts:
             suite = self.state.suites.get(name.split("/", 1)[0])

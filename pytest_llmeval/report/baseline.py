@@ -1,0 +1,683 @@
+"""Baselines: a previous run's report and per-case outcomes, and the diff of this run against it.
+
+A baseline is either a run dir (``report.json`` + ``results.jsonl``, ``manifest.json`` for the
+run id when present) or one baseline file written by :func:`write_baseline`::
+
+    {
+      "baseline_version": 1,
+      "run_id": "20261121T220516Z_10f5c31c9cd1",          # or null
+      "report": { ... the run's report.json ... },
+      "results": [                                          # sorted by nodeid
+        {"case_id", "suite", "file", "nodeid", "category", "outcome", "passed",
+         "case_fingerprint", "runner_fingerprint", "scores"}
+      ]
+    }
+
+Cases are aligned by node id, else by ``(file, case_id)`` when exactly one unmatched case on
+each side has that pair (a renamed manifest keeps its cases). An aligned pair whose case
+fingerprints differ (both known) is ``changed``: the case itself was edited, so its outcome is
+not compared. Otherwise outcomes are compared as *pass* (``passed``) or *not pass* (``failed``
+or ``error``: an error is not a pass, so ``passed -> error`` is a regression and
+``error -> passed`` an improvement). A case ``skipped`` in exactly one of the two runs is listed
+under ``skipped`` and is no flip; skipped in both, it is not listed. Only the flips enter the
+McNemar test and the ``regressed`` verdict; ``new``, ``removed``, ``changed`` and ``skipped``
+are shown, never counted as regressions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from math import comb
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pytest_llmeval.errors import ConfigError, FingerprintMismatch
+from pytest_llmeval.models import CaseResult, Outcome
+from pytest_llmeval.report.artifacts import write_json
+from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
+
+BASELINE_VERSION = 1
+"""The ``baseline_version`` this module writes and reads."""
+
+FINGERPRINT_KEYS = ("runner_fingerprint", "dataset_sha256")
+"""Report fingerprints that must match for a diff (unless mismatches are allowed)."""
+
+ALLOW_MISMATCH_FLAG = "--llmeval-baseline-allow-mismatch"
+UPDATE_FLAG = "--llmeval-update-baseline"
+
+MAX_LISTED = 50
+"""Cases (and metric rows) a markdown list shows before "... and N more"."""
+
+DELTA_DIGITS = 12
+"""Float metric deltas are rounded to this many decimals (report values carry six)."""
+
+FlipKind = Literal["pass->fail", "fail->pass", "new", "removed", "changed", "skipped"]
+FLIP_KINDS: tuple[FlipKind, ...] = (
+    "pass->fail",
+    "fail->pass",
+    "new",
+    "removed",
+    "changed",
+    "skipped",
+)
+
+_FLIP_TITLES: dict[str, str] = {
+    "pass->fail": "pass → fail",
+    "fail->pass": "fail → pass",
+    "new": "new cases",
+    "removed": "removed cases",
+    "changed": "changed cases (case fingerprint differs; outcome not compared)",
+    "skipped": "skipped in one run only",
+}
+
+
+class BaselineError(ConfigError, ValueError):
+    """A baseline path that cannot be read: missing, not JSON, or not a baseline."""
+
+
+class BaselineCase(BaseModel):
+    """One case of a baseline: what the diff needs from a ``results.jsonl`` row."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    case_id: str
+    """The case id, unique within its file."""
+    suite: str
+    """The suite that ran the case."""
+    file: str
+    """The case file, relative to the rootdir."""
+    nodeid: str
+    """The pytest node id (``path::case_id``): the first alignment key."""
+    category: str | None = None
+    """The case's category, when it has one."""
+    outcome: Outcome
+    """``passed``, ``failed``, ``error`` or ``skipped``."""
+    passed: bool
+    """Whether the case passed."""
+    case_fingerprint: str = ""
+    """sha256 of the case's canonical JSON; a different one makes the pair ``changed``."""
+    runner_fingerprint: str = ""
+    """The runner that produced the transcript."""
+    scores: dict[str, float] = Field(default_factory=dict)
+    """The case's named metrics."""
+
+
+class Baseline(BaseModel):
+    """A loaded baseline: a previous run's report and its cases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    """The path it was read from (a run dir or a baseline file)."""
+    run_id: str | None = None
+    """The baseline run's id, when known."""
+    report: dict[str, Any]
+    """The baseline run's ``report.json`` body."""
+    results: list[BaselineCase]
+    """Its cases, sorted by node id."""
+
+
+class MetricDelta(BaseModel):
+    """One numeric metric present in both reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: int | float
+    """The value in the baseline."""
+    current: int | float
+    """The value in this run."""
+    delta: int | float
+    """``current - baseline`` (floats rounded to :data:`DELTA_DIGITS` decimals)."""
+
+
+class GateChange(BaseModel):
+    """A gate present in both reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """The gate's canonical name (``golden.pass_rate>=0.9``)."""
+    baseline_passed: bool
+    """Whether it passed in the baseline."""
+    current_passed: bool
+    """Whether it passes now."""
+    baseline_value: float | None = None
+    """The metric's value in the baseline (``None`` when it had none)."""
+    current_value: float | None = None
+    """The metric's value now."""
+    delta: float | None = None
+    """``current_value - baseline_value`` when both are known."""
+
+
+class FingerprintChange(BaseModel):
+    """A report fingerprint that differs between the baseline and this run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: str | None
+    """The baseline's value."""
+    current: str | None
+    """This run's value."""
+
+
+class CaseChange(BaseModel):
+    """A case listed in the flip table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FlipKind
+    """Which list it is in."""
+    nodeid: str
+    """This run's node id (the baseline's for a removed case)."""
+    suite: str
+    """The case's suite."""
+    before: Outcome | None
+    """Its outcome in the baseline (``None`` for a new case)."""
+    after: Outcome | None
+    """Its outcome now (``None`` for a removed case)."""
+
+
+class BaselineDiff(BaseModel):
+    """This run against a baseline: the flip table, McNemar, metric and gate deltas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: str
+    """Where the baseline was read from."""
+    baseline_run_id: str | None = None
+    """The baseline run's id, when known."""
+    compared: int
+    """Aligned cases with the same case fingerprint, judged (not skipped) in both runs."""
+    flips: dict[FlipKind, list[str]]
+    """Node ids per kind (all six keys, each list sorted): ``pass->fail``, ``fail->pass``,
+    ``new``, ``removed``, ``changed``, ``skipped``."""
+    cases: list[CaseChange]
+    """Every listed case with its two outcomes, in :data:`FLIP_KINDS` order, then node id."""
+    pass_to_fail: int
+    """McNemar's b: discordant pairs that passed in the baseline and do not now."""
+    fail_to_pass: int
+    """McNemar's c: discordant pairs that did not pass in the baseline and pass now."""
+    mcnemar_p: float
+    """Exact two-sided McNemar p-value on (b, c); 1.0 when there are no discordant pairs."""
+    metric_deltas: dict[str, dict[str, MetricDelta]]
+    """Suite (``*`` for the totals) -> dotted metric path -> delta, for every numeric leaf
+    present in both reports."""
+    gate_changes: list[GateChange]
+    """Gates present in both reports' ``gates`` sections, sorted by name."""
+    fingerprint_mismatches: dict[str, FingerprintChange]
+    """Fingerprints that differ (only ever non-empty when mismatches were allowed)."""
+    regressed: bool
+    """Any pass->fail flip, or any gate that passed in the baseline and fails now."""
+
+
+# -- reading and writing ---------------------------------------------------------------------
+
+
+def load_baseline(path: Path | str) -> Baseline:
+    """Read a run dir or a baseline file; :class:`BaselineError` (a ``ValueError``) if unusable.
+
+    A ``report.json`` without ``baseline_version`` next to a ``results.jsonl`` is read as its
+    run dir.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _load_run_dir(path)
+    if not path.is_file():
+        raise BaselineError(
+            f"baseline {path}: no such file or directory; expected a run dir (with report.json "
+            f"and results.jsonl) or a baseline file written by {UPDATE_FLAG}"
+        )
+    body = _read_json(path)
+    if not isinstance(body, dict):
+        raise BaselineError(f"baseline {path}: expected a JSON object")
+    if "baseline_version" not in body:
+        if "suites" in body and (path.parent / "results.jsonl").is_file():
+            return _load_run_dir(path.parent)
+        raise BaselineError(
+            f"baseline {path}: not a baseline file (no baseline_version) and no results.jsonl "
+            f"beside it; expected a run dir or a file written by {UPDATE_FLAG}"
+        )
+    version = body["baseline_version"]
+    if version != BASELINE_VERSION:
+        raise BaselineError(
+            f"baseline {path}: baseline_version {version!r} is not supported "
+            f"(this plugin reads {BASELINE_VERSION}); re-create it with {UPDATE_FLAG}"
+        )
+    report = body.get("report")
+    if not isinstance(report, dict):
+        raise BaselineError(f"baseline {path}: report: expected a JSON object")
+    rows = body.get("results")
+    if not isinstance(rows, list):
+        raise BaselineError(f"baseline {path}: results: expected a JSON array")
+    cases = [_case(row, f"{path}: results[{i}]") for i, row in enumerate(rows)]
+    run_id = body.get("run_id")
+    return Baseline(
+        source=str(path),
+        run_id=run_id if isinstance(run_id, str) else None,
+        report=report,
+        results=sorted(cases, key=lambda c: c.nodeid),
+    )
+
+
+def write_baseline(
+    path: Path | str,
+    report: Mapping[str, Any],
+    results: Iterable[CaseResult | BaselineCase | Mapping[str, Any]],
+    *,
+    run_id: str | None = None,
+) -> None:
+    """Write a baseline file atomically (temp file + ``os.replace``), keys sorted."""
+    path = Path(path)
+    if path.is_dir():
+        raise BaselineError(
+            f"baseline {path}: is a directory; give a file name such as baseline.json"
+        )
+    cases = sorted((_slim(row) for row in results), key=lambda c: c.nodeid)
+    write_json(
+        path,
+        {
+            "baseline_version": BASELINE_VERSION,
+            "run_id": run_id,
+            "report": dict(report),
+            "results": [case.model_dump(mode="json") for case in cases],
+        },
+    )
+
+
+def _load_run_dir(path: Path) -> Baseline:
+    report_path, results_path = path / "report.json", path / "results.jsonl"
+    for needed in (report_path, results_path):
+        if not needed.is_file():
+            raise BaselineError(
+                f"baseline {path}: no {needed.name}; expected a run dir (with report.json and "
+                f"results.jsonl) or a baseline file written by {UPDATE_FLAG}"
+            )
+    report = _read_json(report_path)
+    if not isinstance(report, dict):
+        raise BaselineError(f"baseline {report_path}: expected a JSON object")
+    cases = []
+    try:
+        text = results_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"baseline {results_path}: cannot read: {exc}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BaselineError(f"baseline {results_path}:{number}: not JSON: {exc}") from None
+        cases.append(_case(row, f"{results_path}:{number}"))
+    run_id = None
+    manifest_path = path / "manifest.json"
+    if manifest_path.is_file():
+        manifest = _read_json(manifest_path)
+        if isinstance(manifest, dict) and isinstance(manifest.get("run_id"), str):
+            run_id = manifest["run_id"]
+    return Baseline(
+        source=str(path),
+        run_id=run_id,
+        report=report,
+        results=sorted(cases, key=lambda c: c.nodeid),
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"baseline {path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline {path}: not JSON: {exc}") from None
+
+
+def _case(row: object, where: str) -> BaselineCase:
+    if not isinstance(row, dict):
+        raise BaselineError(f"baseline {where}: expected a JSON object")
+    try:
+        return BaselineCase.model_validate(row)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(row)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise BaselineError(f"baseline {where}: {problems}") from None
+
+
+def _slim(row: CaseResult | BaselineCase | Mapping[str, Any]) -> BaselineCase:
+    if isinstance(row, BaselineCase):
+        return row
+    if isinstance(row, CaseResult):
+        return BaselineCase.model_validate(
+            row.model_dump(mode="json", include=set(BaselineCase.model_fields))
+        )
+    return BaselineCase.model_validate(dict(row))
+
+
+# -- diffing ---------------------------------------------------------------------------------
+
+
+def mcnemar_exact_p(b: int, c: int) -> Fraction:
+    """Exact two-sided McNemar p-value on discordant counts ``b`` and ``c``.
+
+    ``min(1, 2 * sum_{k <= min(b, c)} C(b + c, k) / 2 ** (b + c))``, computed exactly; 1 when
+    ``b + c == 0``.
+    """
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts must be non-negative")
+    n = b + c
+    if n == 0:
+        return Fraction(1)
+    tail = sum(comb(n, k) for k in range(min(b, c) + 1))
+    return min(Fraction(1), Fraction(2 * tail, 2**n))
+
+
+def diff(
+    current_report: Mapping[str, Any],
+    current_results: Iterable[CaseResult | BaselineCase | Mapping[str, Any]],
+    baseline: Baseline,
+    *,
+    allow_mismatch: bool = False,
+) -> BaselineDiff:
+    """This run against ``baseline``.
+
+    Raises :class:`~pytest_llmeval.errors.FingerprintMismatch` when the runner or dataset
+    fingerprint differs, unless ``allow_mismatch``.
+    """
+    mismatches = _fingerprint_mismatches(baseline.report, current_report)
+    if mismatches and not allow_mismatch:
+        raise FingerprintMismatch(
+            _mismatch_message(mismatches, baseline),
+            {key: (change.baseline, change.current) for key, change in mismatches.items()},
+        )
+    current = sorted((_slim(row) for row in current_results), key=lambda c: c.nodeid)
+    changes, compared = _align(current, baseline.results)
+    flips: dict[FlipKind, list[str]] = {kind: [] for kind in FLIP_KINDS}
+    for change in changes:
+        flips[change.kind].append(change.nodeid)
+    b, c = len(flips["pass->fail"]), len(flips["fail->pass"])
+    gate_changes = _gate_changes(baseline.report, current_report)
+    regressed = b > 0 or any(g.baseline_passed and not g.current_passed for g in gate_changes)
+    return BaselineDiff(
+        baseline=baseline.source,
+        baseline_run_id=baseline.run_id,
+        compared=compared,
+        flips=flips,
+        cases=changes,
+        pass_to_fail=b,
+        fail_to_pass=c,
+        mcnemar_p=float(mcnemar_exact_p(b, c)),
+        metric_deltas=_metric_deltas(baseline.report, current_report),
+        gate_changes=gate_changes,
+        fingerprint_mismatches=mismatches,
+        regressed=regressed,
+    )
+
+
+def _fingerprint_mismatches(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> dict[str, FingerprintChange]:
+    out = {}
+    for key in FINGERPRINT_KEYS:
+        before, after = old.get(key), new.get(key)
+        if before != after:
+            out[key] = FingerprintChange(
+                baseline=None if before is None else str(before),
+                current=None if after is None else str(after),
+            )
+    return out
+
+
+def _short(value: str | None) -> str:
+    return "none" if value is None else value[:12]
+
+
+def _mismatch_message(mismatches: Mapping[str, FingerprintChange], baseline: Baseline) -> str:
+    parts = [
+        f"{key} {_short(ch.baseline)} (baseline) vs {_short(ch.current)} (this run)"
+        for key, ch in mismatches.items()
+    ]
+    return (
+        f"baseline {baseline.source} is not comparable with this run: {'; '.join(parts)}. "
+        f"Re-create the baseline from a run with the same runner and data ({UPDATE_FLAG}), "
+        f"or pass {ALLOW_MISMATCH_FLAG} to compare anyway"
+    )
+
+
+def _is_pass(outcome: Outcome) -> bool:
+    return outcome == "passed"
+
+
+def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[CaseChange], int]:
+    base_by_node = {case.nodeid: case for case in base}
+    pairs: list[tuple[BaselineCase, BaselineCase]] = []
+    unmatched_now: list[BaselineCase] = []
+    matched: set[str] = set()
+    for case in current:
+        old = base_by_node.get(case.nodeid)
+        if old is not None and old.nodeid not in matched:
+            pairs.append((old, case))
+            matched.add(old.nodeid)
+        else:
+            unmatched_now.append(case)
+    # Fallback: (file, case_id), only when it is unambiguous on both sides.
+    left_now: dict[tuple[str, str], list[BaselineCase]] = {}
+    for case in unmatched_now:
+        left_now.setdefault((case.file, case.case_id), []).append(case)
+    left_base: dict[tuple[str, str], list[BaselineCase]] = {}
+    for case in base:
+        if case.nodeid not in matched:
+            left_base.setdefault((case.file, case.case_id), []).append(case)
+    new: list[BaselineCase] = []
+    for key, now_cases in left_now.items():
+        old_cases = left_base.get(key, [])
+        if len(now_cases) == 1 and len(old_cases) == 1:
+            pairs.append((old_cases[0], now_cases[0]))
+            matched.add(old_cases[0].nodeid)
+        else:
+            new.extend(now_cases)
+    removed = [case for case in base if case.nodeid not in matched]
+
+    changes = [
+        CaseChange(kind="new", nodeid=c.nodeid, suite=c.suite, before=None, after=c.outcome)
+        for c in new
+    ]
+    changes += [
+        CaseChange(kind="removed", nodeid=c.nodeid, suite=c.suite, before=c.outcome, after=None)
+        for c in removed
+    ]
+    compared = 0
+    for old, now in pairs:
+        kind: FlipKind | None
+        if (
+            old.case_fingerprint
+            and now.case_fingerprint
+            and old.case_fingerprint != now.case_fingerprint
+        ):
+            kind = "changed"
+        elif old.outcome == "skipped" or now.outcome == "skipped":
+            kind = "skipped" if old.outcome != now.outcome else None
+        else:
+            compared += 1
+            was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
+            kind = (
+                "pass->fail"
+                if was and not now_pass
+                else "fail->pass"
+                if now_pass and not was
+                else None
+            )
+        if kind is not None:
+            changes.append(
+                CaseChange(
+                    kind=kind,
+                    nodeid=now.nodeid,
+                    suite=now.suite,
+                    before=old.outcome,
+                    after=now.outcome,
+                )
+            )
+    order = {kind: i for i, kind in enumerate(FLIP_KINDS)}
+    changes.sort(key=lambda ch: (order[ch.kind], ch.nodeid))
+    return changes, compared
+
+
+def _suite_bodies(report: Mapping[str, Any]) -> dict[str, Any]:
+    suites = report.get("suites")
+    out = dict(suites) if isinstance(suites, Mapping) else {}
+    if isinstance(report.get("totals"), Mapping):
+        out[TOTALS] = report["totals"]
+    return out
+
+
+def _metric_deltas(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> dict[str, dict[str, MetricDelta]]:
+    before, after = _suite_bodies(old), _suite_bodies(new)
+    out: dict[str, dict[str, MetricDelta]] = {}
+    for suite in sorted(set(before) & set(after)):
+        was, now = flatten_metrics(before[suite]), flatten_metrics(after[suite])
+        rows = {
+            path: MetricDelta(
+                baseline=was[path], current=now[path], delta=_delta(was[path], now[path])
+            )
+            for path in sorted(set(was) & set(now))
+        }
+        if rows:
+            out[suite] = rows
+    return out
+
+
+def _delta(old: float, new: float) -> int | float:
+    if isinstance(old, int) and isinstance(new, int):
+        return new - old
+    return round(new - old, DELTA_DIGITS)
+
+
+def _gate_entries(report: Mapping[str, Any]) -> dict[str, tuple[bool, float | None]] | None:
+    section = report.get("gates")
+    if isinstance(section, Mapping):
+        section = section.get("results")
+    if not isinstance(section, list):
+        return None
+    out: dict[str, tuple[bool, float | None]] = {}
+    for entry in section:
+        if not isinstance(entry, Mapping):
+            continue
+        gate = entry.get("gate")
+        name = gate.get("name") if isinstance(gate, Mapping) else entry.get("name")
+        if not isinstance(name, str):
+            continue
+        value = entry.get("value")
+        out.setdefault(
+            name, (entry.get("passed") is True, float(value) if is_metric(value) else None)
+        )
+    return out
+
+
+def _gate_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[GateChange]:
+    before, after = _gate_entries(old), _gate_entries(new)
+    if before is None or after is None:
+        return []
+    out = []
+    for name in sorted(set(before) & set(after)):
+        (was_ok, was), (now_ok, now) = before[name], after[name]
+        delta = round(now - was, DELTA_DIGITS) if was is not None and now is not None else None
+        out.append(
+            GateChange(
+                name=name,
+                baseline_passed=was_ok,
+                current_passed=now_ok,
+                baseline_value=was,
+                current_value=now,
+                delta=delta,
+            )
+        )
+    return out
+
+
+# -- markdown --------------------------------------------------------------------------------
+
+
+def diff_markdown(diff: BaselineDiff) -> str:
+    """A pull-request comment section: summary line, metric and gate tables, flipped cases."""
+    against = (
+        f"baseline run `{diff.baseline_run_id}`"
+        if diff.baseline_run_id
+        else f"baseline `{diff.baseline}`"
+    )
+    verdict = "**Regressed**" if diff.regressed else "**No regressions**"
+    counts = ", ".join(f"{len(diff.flips[kind])} {kind}" for kind in FLIP_KINDS)
+    out = [
+        "## Baseline comparison",
+        "",
+        f"{verdict} against {against}: {counts}; {diff.compared} cases compared. "
+        f"Exact McNemar p = {_p(diff.mcnemar_p)} "
+        f"(b = {diff.pass_to_fail} pass->fail, c = {diff.fail_to_pass} fail->pass).",
+    ]
+    if diff.fingerprint_mismatches:
+        parts = [
+            f"{key} `{_short(ch.baseline)}` → `{_short(ch.current)}`"
+            for key, ch in diff.fingerprint_mismatches.items()
+        ]
+        out += ["", f"> Compared despite differing fingerprints: {'; '.join(parts)}."]
+
+    rows = [
+        (suite, path, delta)
+        for suite, metrics in diff.metric_deltas.items()
+        for path, delta in metrics.items()
+        if delta.delta != 0
+    ]
+    out += ["", "### Metric changes", ""]
+    if rows:
+        out += ["| suite | metric | baseline | current | Δ |", "|---|---|---:|---:|---:|"]
+        for suite, path, delta in rows[:MAX_LISTED]:
+            out.append(
+                f"| {suite} | {path} | {format_number(delta.baseline)} | "
+                f"{format_number(delta.current)} | {_signed(delta.delta)} |"
+            )
+        if len(rows) > MAX_LISTED:
+            out.append(f"| ... and {len(rows) - MAX_LISTED} more | | | | |")
+    else:
+        out.append("No metric changed.")
+
+    if diff.gate_changes:
+        out += ["", "### Gates", "", "| gate | baseline | current |", "|---|---|---|"]
+        for gate in diff.gate_changes:
+            out.append(
+                f"| `{gate.name}` | {_gate_cell(gate.baseline_passed, gate.baseline_value)} | "
+                f"{_gate_cell(gate.current_passed, gate.current_value)} |"
+            )
+
+    by_kind: dict[str, list[CaseChange]] = {}
+    for change in diff.cases:
+        by_kind.setdefault(change.kind, []).append(change)
+    for kind in FLIP_KINDS:
+        listed = by_kind.get(kind, [])
+        if not listed:
+            continue
+        out += ["", f"### {_FLIP_TITLES[kind]} ({len(listed)})", ""]
+        for change in listed[:MAX_LISTED]:
+            out.append(f"- `{change.nodeid}` ({change.before or '-'} → {change.after or '-'})")
+        if len(listed) > MAX_LISTED:
+            out.append(f"- ... and {len(listed) - MAX_LISTED} more")
+    out.append("")
+    return "\n".join(out)
+
+
+def _p(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _signed(value: float) -> str:
+    text = format_number(value)
+    return text if text.startswith("-") else f"+{text}"
+
+
+def _gate_cell(passed: bool, value: float | None) -> str:
+    status = "pass" if passed else "**FAIL**"
+    return f"{status} ({format_number(value)})" if value is not None else status

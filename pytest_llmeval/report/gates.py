@@ -1,0 +1,385 @@
+"""Dataset-level gates: thresholds on the aggregate metrics of ``report.json``.
+
+A gate reads ``SUITE.METRIC OP VALUE``: ``golden.pass_rate>=0.9``, ``toolforge.failed==0``,
+``gaia.levels.level1.accuracy > 0.3``, ``*.pass_rate>=0.95``. ``SUITE`` is a suite name, or
+``*`` for the run's totals; ``METRIC`` is a dotted path into that suite's aggregate in
+``report.json`` (``report["suites"][SUITE]``, or ``report["totals"]`` for ``*``).
+
+Lookup rules (:func:`lookup_metric`):
+
+* at each level the longest run of dotted segments that is a key wins, so a category named
+  ``v1.2`` is still reachable as ``categories.v1.2.pass_rate``;
+* only ``int`` and ``float`` leaves are metrics; ``bool``, ``null``, strings, lists and NaN
+  are not, and a gate on them fails with a message that lists the metrics that do exist
+  (shallow paths first, at most :data:`MAX_LISTED_METRICS`);
+* a suite with no results in the run fails its gates with a message naming the suites there.
+
+Comparisons: ``==`` holds when ``|value - threshold| <= 1e-12`` (:data:`EQ_TOLERANCE`);
+``>=`` and ``<=`` are "``>`` or ``==``" and "``<`` or ``==``" with that same tolerance, and
+``>`` / ``<`` are strict (a value within the tolerance of the threshold is equal, not greater).
+Report values are rounded to six decimals, so the tolerance only absorbs float noise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeGuard, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+GateOp = Literal[">=", "<=", ">", "<", "=="]
+GateSource = Literal["cli", "manifest", "header"]
+
+EQ_TOLERANCE = 1e-12
+"""Absolute tolerance of ``==`` (and of the equal half of ``>=`` / ``<=``)."""
+
+TOTALS = "*"
+"""The suite name that addresses ``report["totals"]``."""
+
+GATE_FORM = (
+    "SUITE.METRIC OP VALUE, e.g. golden.pass_rate>=0.9 or toolforge.failed==0 "
+    "(SUITE is a suite name or * for the totals, METRIC a dotted path into that suite's "
+    "report, OP one of >=, <=, >, <, ==, VALUE a number)"
+)
+"""The accepted form, quoted by every parse error."""
+
+MAX_LISTED_METRICS = 60
+"""How many available metric names a "no such metric" message lists."""
+
+_OPS: tuple[GateOp, ...] = get_args(GateOp)
+_SOURCE_ORDER: dict[str, int] = {name: i for i, name in enumerate(get_args(GateSource))}
+_GATE_RE = re.compile(r"^\s*(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
+_OP_VALUE_RE = re.compile(r"^\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
+
+
+class Gate(BaseModel):
+    """One threshold on one aggregate metric."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Canonical text ``SUITE.METRIC OP VALUE`` without spaces (``golden.pass_rate>=0.9``)."""
+    suite: str
+    """The suite whose aggregate is read, or ``*`` for the run's totals."""
+    metric: str
+    """Dotted path into the suite's aggregate (``pass_rate``, ``mean_scores.exact_match``)."""
+    op: GateOp
+    """The comparison: ``>=``, ``<=``, ``>``, ``<`` or ``==``."""
+    threshold: float
+    """The value the metric is compared with."""
+    source: GateSource = "cli"
+    """Where the gate was declared: ``--llmeval-gate``, a manifest, or a dataset header."""
+
+
+class GateResult(BaseModel):
+    """A gate checked against one report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: Gate
+    """The gate that was checked."""
+    value: float | None
+    """The metric's value in the report; ``None`` when it is missing or not a number."""
+    passed: bool
+    """Whether the value meets the threshold (always ``False`` without a value)."""
+    message: str
+    """One line for the terminal: the value against the threshold, or why there is none."""
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+def parse_gate(text: str, source: GateSource = "cli") -> Gate:
+    """Parse ``SUITE.METRIC OP VALUE`` (spaces allowed around ``OP``).
+
+    Raises ``ValueError`` naming the accepted form (:data:`GATE_FORM`) on anything else.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
+    match = _GATE_RE.match(text)
+    if match is None:
+        raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
+    suite, metric = _split_path(match["path"], text)
+    return make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+
+
+def make_gate(
+    suite: str, metric: str, op: str, threshold: float, source: GateSource = "cli"
+) -> Gate:
+    """A :class:`Gate` with its canonical name; ``ValueError`` on an unknown ``op``."""
+    if op not in _OPS:
+        raise ValueError(f"bad gate operator {op!r}: expected one of {', '.join(_OPS)}")
+    if not suite or not metric or any(not part for part in metric.split(".")):
+        raise ValueError(f"bad gate metric {suite + '.' + metric!r}: expected {GATE_FORM}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"bad gate threshold {threshold!r}: expected a finite number")
+    name = f"{suite}.{metric}{op}{format_number(threshold)}"
+    return Gate(name=name, suite=suite, metric=metric, op=op, threshold=threshold, source=source)
+
+
+def parse_gate_spec(
+    obj: object, source: GateSource = "manifest", *, default_suite: str | None = None
+) -> list[Gate]:
+    """Gates declared in a manifest (``gates:``) or a dataset header, in the order given.
+
+    Accepted forms, alone or in a list:
+
+    * a string, as on the command line: ``"golden.pass_rate>=0.9"``;
+    * a mapping ``{"metric": "golden.pass_rate", "op": ">=", "value": 0.9}`` (exactly these
+      keys; ``value`` a number or a numeric string);
+    * a mapping of metric to ``"OP VALUE"``: ``{"golden.pass_rate": ">= 0.9",
+      "toolforge.failed": "==0"}`` (seed-000 header style).
+
+    With ``default_suite`` (a manifest's or a header's own suite), a metric path may leave the
+    suite out: ``controls_with_integration`` means ``<default_suite>.controls_with_integration``.
+    A path whose first segment is ``default_suite`` or ``*`` is taken as already qualified.
+    Raises ``ValueError`` naming the accepted forms.
+    """
+    if isinstance(obj, str):
+        return [_spec_string(obj, source, default_suite)]
+    if isinstance(obj, list | tuple):
+        return [
+            gate
+            for item in obj
+            for gate in parse_gate_spec(item, source, default_suite=default_suite)
+        ]
+    if isinstance(obj, Mapping):
+        if "metric" in obj:
+            return [_spec_structured(obj, source, default_suite)]
+        gates = []
+        for path, expr in obj.items():
+            if not isinstance(path, str) or not isinstance(expr, str):
+                raise ValueError(
+                    f'bad gate {path!r}: {expr!r}: expected METRIC: "OP VALUE" '
+                    f'(e.g. pass_rate: ">= 0.9")'
+                )
+            match = _OP_VALUE_RE.match(expr)
+            if match is None:
+                raise ValueError(
+                    f'bad gate {path}: {expr!r}: expected "OP VALUE" with OP one of '
+                    f'{", ".join(_OPS)} (e.g. ">= 0.9")'
+                )
+            suite, metric = _qualify(path, default_suite, f"{path}: {expr}")
+            value = _number(match["value"], f"{path}: {expr}")
+            gates.append(make_gate(suite, metric, match["op"], value, source))
+        return gates
+    raise ValueError(
+        f"bad gate spec {obj!r}: expected a string ({GATE_FORM}), a mapping "
+        '{metric, op, value}, a mapping of METRIC to "OP VALUE", or a list of these'
+    )
+
+
+def _spec_string(text: str, source: GateSource, default_suite: str | None) -> Gate:
+    match = _GATE_RE.match(text)
+    if match is None:
+        raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
+    suite, metric = _qualify(match["path"], default_suite, text)
+    return make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+
+
+def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: str | None) -> Gate:
+    if set(obj) != {"metric", "op", "value"}:
+        raise ValueError(
+            f"bad gate {dict(obj)!r}: expected exactly the keys metric, op, value "
+            "(e.g. {metric: golden.pass_rate, op: '>=', value: 0.9})"
+        )
+    path, op, value = obj["metric"], obj["op"], obj["value"]
+    if not isinstance(path, str):
+        raise ValueError(f"bad gate metric {path!r}: expected a dotted path such as pass_rate")
+    if not isinstance(op, str) or op.strip() not in _OPS:
+        raise ValueError(f"bad gate operator {op!r}: expected one of {', '.join(_OPS)}")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"bad gate value {value!r}: expected a number")
+    number = float(value) if not isinstance(value, str) else _number(value, str(dict(obj)))
+    suite, metric = _qualify(path, default_suite, str(dict(obj)))
+    return make_gate(suite, metric, op.strip(), number, source)
+
+
+def _qualify(path: str, default_suite: str | None, text: str) -> tuple[str, str]:
+    path = path.strip()
+    if default_suite is None:
+        return _split_path(path, text)
+    head = path.split(".", 1)[0]
+    if head in (default_suite, TOTALS) and "." in path:
+        return _split_path(path, text)
+    if not path or any(not part for part in path.split(".")):
+        raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
+    return default_suite, path
+
+
+def _split_path(path: str, text: str) -> tuple[str, str]:
+    path = path.strip()
+    suite, dot, metric = path.partition(".")
+    if not dot or not suite or not metric or any(not p for p in metric.split(".")):
+        raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
+    return suite, metric
+
+
+def _number(text: str, whole: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(
+            f"bad gate {whole!r}: {text!r} is not a number; expected {GATE_FORM}"
+        ) from None
+    if not math.isfinite(value):
+        raise ValueError(f"bad gate {whole!r}: the threshold must be a finite number")
+    return value
+
+
+def format_number(value: float) -> str:
+    """``0.9`` → ``0.9``, ``0.0`` → ``0``, ``3.0`` → ``3``: short and round-trippable."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+
+def is_metric(value: object) -> TypeGuard[int | float]:
+    """An ``int`` or finite ``float`` that is not a ``bool``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
+
+
+def flatten_metrics(body: object, prefix: str = "") -> dict[str, float]:
+    """Every numeric leaf of ``body`` as ``{"dotted.path": value}``, sorted by path."""
+    out: dict[str, float] = {}
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, Mapping):
+            for key in sorted(value, key=str):
+                walk(value[key], f"{path}.{key}" if path else str(key))
+        elif is_metric(value) and path:
+            out[path] = value
+
+    walk(body, prefix)
+    return dict(sorted(out.items()))
+
+
+_MISSING = object()
+
+
+def lookup_metric(body: object, metric: str) -> object:
+    """The value at dotted ``metric`` inside ``body``, or :data:`None` when it is absent.
+
+    At each level the longest run of segments that is a key of the mapping wins (so keys
+    holding dots are reachable). A present ``null`` and an absent path both give ``None``.
+    """
+    value = _lookup(body, metric.split("."))
+    return None if value is _MISSING else value
+
+
+def _lookup(body: object, parts: list[str]) -> object:
+    if not parts:
+        return body
+    if not isinstance(body, Mapping):
+        return _MISSING
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in body:
+            found = _lookup(body[key], parts[end:])
+            if found is not _MISSING:
+                return found
+    return _MISSING
+
+
+# -- evaluating ------------------------------------------------------------------------------
+
+
+def compare(value: float, op: GateOp, threshold: float) -> bool:
+    """``value OP threshold`` with the ``==`` tolerance :data:`EQ_TOLERANCE`."""
+    equal = abs(value - threshold) <= EQ_TOLERANCE
+    if op == "==":
+        return equal
+    if op == ">=":
+        return equal or value > threshold
+    if op == "<=":
+        return equal or value < threshold
+    if op == ">":
+        return not equal and value > threshold
+    return not equal and value < threshold
+
+
+def evaluate_gates(gates: Iterable[Gate], report: Mapping[str, Any]) -> list[GateResult]:
+    """Check every gate against ``report`` (a ``report.json`` body), sorted by gate name.
+
+    Gates with the same name check the same thing: only the first by source (cli, manifest,
+    header) is kept.
+    """
+    unique: dict[str, Gate] = {}
+    for gate in sorted(gates, key=lambda g: (g.name, _SOURCE_ORDER[g.source])):
+        unique.setdefault(gate.name, gate)
+    return [_evaluate(gate, report) for gate in unique.values()]
+
+
+def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
+    label = f"{gate.suite}.{gate.metric}"
+    want = f"{gate.op} {format_number(gate.threshold)}"
+    if gate.suite == TOTALS:
+        body = report.get("totals")
+    else:
+        suites = report.get("suites")
+        suites = suites if isinstance(suites, Mapping) else {}
+        body = suites.get(gate.suite)
+        if body is None:
+            known = ", ".join(sorted(str(s) for s in suites)) or "none"
+            return GateResult(
+                gate=gate,
+                value=None,
+                passed=False,
+                message=(
+                    f"{label} {want}: suite {gate.suite!r} has no results in this run "
+                    f"(suites: {known}; * for the totals)"
+                ),
+            )
+    value = _lookup(body, gate.metric.split("."))
+    if value is _MISSING or not is_metric(value):
+        available = sorted(flatten_metrics(body), key=lambda p: (p.count("."), p))
+        shown = ", ".join(available[:MAX_LISTED_METRICS]) or "none"
+        if len(available) > MAX_LISTED_METRICS:
+            shown += f", ... and {len(available) - MAX_LISTED_METRICS} more"
+        why = "no such metric" if value is _MISSING else f"not a number ({_describe(value)})"
+        return GateResult(
+            gate=gate,
+            value=None,
+            passed=False,
+            message=f"{label} {want}: {why}; metrics of {gate.suite!r}: {shown}",
+        )
+    number = float(value)
+    passed = compare(number, gate.op, gate.threshold)
+    shown_value = format_number(number)
+    message = (
+        f"{label} = {shown_value} {want}" if passed else f"{label} = {shown_value}, needs {want}"
+    )
+    return GateResult(gate=gate, value=number, passed=passed, message=message)
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def gates_section(results: Iterable[GateResult]) -> dict[str, Any]:
+    """The ``report.json`` ``gates`` entry: ``{"passed": all passed, "results": [...]}``.
+
+    The baseline diff reads this shape (a gate's ``gate.name``, ``value`` and ``passed``).
+    """
+    rows = sorted(results, key=lambda r: r.gate.name)
+    return {
+        "passed": all(r.passed for r in rows),
+        "results": [r.model_dump(mode="json") for r in rows],
+    }

@@ -52,6 +52,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
         state.dispatcher.close()
+        state.journal.close()
     report = config.stash.get(session_report_key, None)
     if report is not None:
         config.pluginmanager.unregister(report)
@@ -87,6 +88,10 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
     if file_path.resolve() in manifest_targets(file_path.parent, state.settings.rootdir):
         return None  # a manifest beside it collects this data file
     return EvalFile.from_parent(parent, path=file_path, state=state)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[state_key].skip_finished(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -149,11 +154,12 @@ def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestRepo
     if result is None:
         return
     agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
-    if agent is not None:
-        fp = agent_fingerprint(agent)
+    fp = agent_fingerprint(agent) if agent is not None else None
+    if fp is not None:
         result = result.model_copy(update={"runner_fingerprint": runner_id(fp)})
         report.llmeval_runner = fp  # type: ignore[attr-defined]
     report.llmeval = result.model_dump(mode="json")  # type: ignore[attr-defined]
+    state.journal.append(state.redactor.value(report.llmeval), fp)
     # junit writes the properties of the teardown report, which copies the item's
     item.user_properties.append(("llmeval.outcome", result.outcome))
     for name, value in sorted(result.scores.items()):

@@ -148,6 +148,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="PATH",
     ),
     OptionSpec(
+        "resume",
+        "Finish an interrupted run in RUN_DIR: cases with a final result in its journal are "
+        "not run again (errors are), and the report covers every case.",
+        type="path",
+        metavar="RUN_DIR",
+    ),
+    OptionSpec(
         "update-baseline",
         "Write this run as the baseline file PATH (bless it).",
         type="path",
@@ -337,6 +344,8 @@ class Settings(BaseModel):
     """Snapshot file for ``{{snapshot:...}}`` tokens."""
     baseline: Path | None = None
     """Baseline file or previous run dir to diff against."""
+    resume: Path | None = None
+    """Run dir of an interrupted run to finish."""
     update_baseline: Path | None = None
     """Where to write this run as the new baseline."""
     baseline_allow_mismatch: bool = False

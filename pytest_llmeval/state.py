@@ -17,6 +17,7 @@ from pytest_llmeval import sharding
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import EvalFailure
+from pytest_llmeval.journal import Journal, next_attempt, read_final
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
 from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 state_key = pytest.StashKey["LLMEvalState"]()
 RUN_DIR_KEY = "llmeval_run_dir"
 RUN_ID_KEY = "llmeval_run_id"
+ATTEMPT_KEY = "llmeval_attempt"
 
 
 class LLMEvalState:
@@ -42,8 +44,15 @@ class LLMEvalState:
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and RUN_DIR_KEY in workerinput:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
+            self.attempt = int(workerinput[ATTEMPT_KEY])
         else:
-            self.run_dir, self.run_id = plan_run_dir(settings.output_root, settings.run_dir)
+            self.run_dir, self.run_id = plan_run_dir(
+                settings.output_root, settings.resume or settings.run_dir
+            )
+            self.attempt = next_attempt(self.run_dir)
+        self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
+        worker = workerinput.get("workerid", "main") if workerinput else "main"
+        self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = secret_values(
             [*settings.secret_env, *filter(None, [getattr(settings, "api_key_env", None)])]
         )
@@ -61,6 +70,16 @@ class LLMEvalState:
         """Tell an xdist worker where this session's run dir is."""
         workerinput[RUN_DIR_KEY] = str(self.run_dir)
         workerinput[RUN_ID_KEY] = self.run_id
+        workerinput[ATTEMPT_KEY] = self.attempt
+
+    def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """When resuming, deselect the cases that already have a final result."""
+        if not self.finished:
+            return
+        keep = [item for item in items if item.nodeid not in self.finished]
+        if len(keep) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i.nodeid in self.finished])
+            items[:] = keep
 
     @functools.cached_property
     def context(self) -> SuiteContext:

@@ -49,6 +49,10 @@ class SessionReport:
         self.gate_problems: list[str] = []
         self.baseline_diff: BaselineDiff | None = None
         self.baseline_refusal: str | None = None
+        for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
+            self.results[nodeid] = result
+            if runner and result.runner_fingerprint:
+                self.runners.setdefault(result.runner_fingerprint, runner)
 
     # -- collecting --------------------------------------------------------------------------
 

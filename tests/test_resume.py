@@ -1,0 +1,84 @@
+"""Crash-safe resume: kill -9 a real pytest run, resume it, get the uninterrupted reports."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_jsonl, write_json
+
+SLOW_CONFTEST = """
+from pytest_llmeval.testing.scripted import ScriptedModel
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("slow", lambda s: ScriptedModel(delay_s=0.15, fail_with="boom"))
+"""
+CASES = [
+    {"id": f"c{i:02d}", "input": "boom" if i == 3 else f"m{i}",
+     "expected_output": f"m{i}" if i % 4 else "nope"}
+    for i in range(14)
+]  # fmt: skip
+
+
+def _comparable(run_dir: Path) -> tuple[Any, Any]:
+    rows = read_jsonl(run_dir / "results.jsonl")
+    for row in rows:
+        row.pop("duration_ms")
+    return rows, json.loads((run_dir / "report.json").read_text())
+
+
+def _journaled(run_dir: Path) -> list[dict[str, Any]]:
+    """Complete journal lines so far (a line being written may be cut short)."""
+    rows = []
+    for path in (run_dir / "journal").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line)["result"])
+    return rows
+
+
+def test_resume_after_kill_9_gives_the_uninterrupted_reports(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(SLOW_CONFTEST)
+    write_json(pytester, "qa.golden.json", CASES)
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--llmeval-runner", "slow",
+            "--llmeval-concurrency", "1"]  # fmt: skip
+    run_dir = pytester.path / "run"
+    proc = subprocess.Popen(
+        [*base, "--llmeval-run-dir", str(run_dir)],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while len(_journaled(run_dir)) < 5:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline, "no journal lines appeared"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    journaled = _journaled(run_dir)
+    assert 5 <= len(journaled) < len(CASES)
+    assert not (run_dir / "report.json").exists()
+    final = {r["nodeid"] for r in journaled if r["outcome"] != "error"}
+
+    resumed = pytester.runpytest_subprocess(
+        "--llmeval-runner", "slow", "--llmeval-concurrency", "1", "--llmeval-resume", str(run_dir)
+    )
+    # cases with a final result were not run again; the error (c03) was, being not final
+    assert resumed.parseoutcomes()["deselected"] == len(final)
+    assert "qa.golden.json::c03" not in final
+    full = pytester.runpytest_subprocess(
+        "--llmeval-runner", "slow", "--llmeval-concurrency", "1",
+        "--llmeval-run-dir", str(pytester.path / "full"),
+    )  # fmt: skip
+    assert full.ret == resumed.ret == pytest.ExitCode.TESTS_FAILED
+    assert _comparable(run_dir) == _comparable(pytester.path / "full")
+    assert len(read_jsonl(run_dir / "results.jsonl")) == len(CASES)

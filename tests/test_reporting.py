@@ -127,3 +127,29 @@ def test_settings_come_from_ini_then_environment(
     scripted.runpytest("--llmeval-run-dir", "cli", "--llmeval-runner", "echo")
     settings = json.loads((scripted.path / "cli/manifest.json").read_text())["settings"]
     assert settings["runner"] == "echo"
+
+
+def test_manifest_records_git_and_a_filtered_environment(
+    scripted: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    write_json(scripted, "qa.golden.json", CASES[:1])
+    subprocess.run(["git", "init", "-q"], cwd=scripted.path, check=True)
+    subprocess.run(["git", "add", "qa.golden.json"], cwd=scripted.path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qm", "x"],
+        cwd=scripted.path,
+        check=True,
+    )
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("SOME_API_KEY", "hunter2hunter2")
+    scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "run")
+    manifest = json.loads((scripted.path / "run/manifest.json").read_text())
+    assert len(manifest["git"]["commit"]) == 40
+    assert manifest["git"]["dirty"] is False
+    assert manifest["environment"]["OMP_NUM_THREADS"] == "1"
+    assert "SOME_API_KEY" not in manifest["environment"]
+    write_json(scripted, "qa.golden.json", CASES[:2])  # a tracked file changes: dirty
+    scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "run2")
+    assert json.loads((scripted.path / "run2/manifest.json").read_text())["git"]["dirty"] is True

@@ -24,6 +24,7 @@ from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
 from pytest_llmeval.report.baseline import BaselineDiff, diff_markdown, write_baseline
 from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.gates import GateResult, evaluate_gates, gates_section
+from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.redact import find_leaks
 from pytest_llmeval.state import LLMEvalState
 from pytest_llmeval.suites.base import CaseSource
@@ -150,6 +151,9 @@ class SessionReport:
                 "duration_s": round((finished - self.started).total_seconds(), 3),
                 "settings": redact.value(settings.public_dict()),
                 "invocation": redact.value(list(self.state.config.invocation_params.args)),
+                "git": git_state(settings.rootdir),
+                "environment": redact.value(filtered_environment()),
+                "attempt": self.state.attempt,
                 "artifacts": sorted(
                     ["results.jsonl", "errors.jsonl", "events.jsonl", "report.json", "summary.md"]
                     + [name for name, _ in self.file_artifacts]

@@ -65,12 +65,21 @@ def read_final(
 
     A line cut short by a crash (the last line of a file) is skipped.
     """
+    return read_results(run_dir, before_attempt, final_only=True)
+
+
+def read_results(
+    run_dir: Path, before_attempt: int | None = None, *, final_only: bool = False
+) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
+    """The latest journaled result of every case (only final ones with ``final_only``)."""
     found: dict[str, tuple[CaseResult, dict[str, Any] | None]] = {}
     root = journal_root(run_dir)
     if not root.is_dir():
         return found
     attempts = sorted(
-        p for p in root.iterdir() if p.name.isdigit() and int(p.name) < before_attempt
+        p
+        for p in root.iterdir()
+        if p.name.isdigit() and (before_attempt is None or int(p.name) < before_attempt)
     )
     for attempt in attempts:
         for path in sorted(attempt.glob("*.jsonl")):
@@ -80,7 +89,7 @@ def read_final(
                     result = CaseResult.model_validate(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
-                if result.outcome in FINAL_OUTCOMES:
+                if result.outcome in FINAL_OUTCOMES or not final_only:
                     found[result.nodeid] = (result, entry.get("runner"))
                 else:
                     found.pop(result.nodeid, None)

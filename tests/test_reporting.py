@@ -24,7 +24,7 @@ def test_run_dir_files(scripted: pytest.Pytester) -> None:
     run = scripted.path / "run"
     assert sorted(p.name for p in run.iterdir()) == [
         ".llmeval-run", "errors.jsonl", "events.jsonl", "journal", "manifest.json",
-        "report.json", "results.jsonl", "summary.md",
+        "report.html", "report.json", "results.jsonl", "summary.md",
     ]  # fmt: skip
     rows = read_jsonl(run / "results.jsonl")
     assert [r["case_id"] for r in rows] == ["bad", "kw", "ok"]  # sorted

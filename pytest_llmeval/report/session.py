@@ -7,7 +7,6 @@ results reach it on the test reports, from this process or from xdist workers al
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,19 +14,16 @@ from typing import Any
 import pytest
 
 from pytest_llmeval import __version__
-from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console, verdict
-from pytest_llmeval.report.aggregate import build_report
-from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
+from pytest_llmeval.report.artifacts import write_json
 from pytest_llmeval.report.baseline import BaselineDiff, diff_markdown, write_baseline
-from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.gates import GateResult, evaluate_gates, gates_section
 from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.redact import find_leaks
+from pytest_llmeval.report.run import RunWriter
 from pytest_llmeval.state import LLMEvalState
-from pytest_llmeval.suites.base import CaseSource
 
 session_report_key = pytest.StashKey["SessionReport"]()
 
@@ -110,35 +106,21 @@ class SessionReport:
     def _write(self) -> None:
         settings = self.state.settings
         self.run_dir = self.state.ensure_run_dir()
-        results = [self.results[key] for key in sorted(self.results)]
-        datasets = self._dataset_hashes(results)
-        ctx = self.state.context
-        broker = ToolBroker.from_dir(settings.fixtures)
-        self.report = build_report(
-            results,
+        writer = RunWriter(
+            self.run_dir,
+            self.state.run_id,
+            self.state.context,
             self.state.suites,
-            datasets,
-            self.runners,
-            {
-                "tool_registry_sha256": ctx.registry.fingerprint() if len(ctx.registry) else None,
-                "fixtures_sha256": broker.fingerprint(),
-            },
+            self.state.redactor,
         )
+        results = [self.results[key] for key in sorted(self.results)]
+        self.report = writer.build(results, self.runners)
         self._judge(results)
-        self.file_artifacts = self._suite_artifacts(results)
-        redact = self.state.redactor
-        for name, value in self.file_artifacts:
-            write_json(self.run_dir / name, redact.value(value))
-        rows = [redact.value(r.model_dump(mode="json", exclude={"events"})) for r in results]
-        write_jsonl(self.run_dir / "results.jsonl", rows)
-        write_jsonl(self.run_dir / "errors.jsonl", (r for r in rows if r["outcome"] == "error"))
-        write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in _events(results)))
-        write_json(self.run_dir / "report.json", redact.value(self.report))
-        summary = console.summary_markdown(self.report, results)
-        if self.baseline_diff is not None:
-            summary += "\n" + diff_markdown(self.baseline_diff)
-        write_text(self.run_dir / "summary.md", redact.text(summary))
+        self.file_artifacts = writer.suite_artifacts(results)
+        extra = "\n" + diff_markdown(self.baseline_diff) if self.baseline_diff else ""
+        written = writer.write(results, self.report, self.file_artifacts, extra)
         finished = datetime.now(timezone.utc)
+        redact = self.state.redactor
         write_json(
             self.run_dir / "manifest.json",
             {
@@ -154,10 +136,7 @@ class SessionReport:
                 "git": git_state(settings.rootdir),
                 "environment": redact.value(filtered_environment()),
                 "attempt": self.state.attempt,
-                "artifacts": sorted(
-                    ["results.jsonl", "errors.jsonl", "events.jsonl", "report.json", "summary.md"]
-                    + [name for name, _ in self.file_artifacts]
-                ),
+                "artifacts": written,
             },
         )
 
@@ -209,30 +188,6 @@ class SessionReport:
             paths.append(cassettes)
         return paths
 
-    def _dataset_hashes(self, results: list[CaseResult]) -> dict[str, str]:
-        rootdir = self.state.settings.rootdir
-        hashes: dict[str, str] = {}
-        for name in sorted({r.file for r in results}):
-            path = rootdir / name
-            if path.is_file():
-                hashes[name] = file_sha256(path)
-        return hashes
-
-    def _suite_artifacts(self, results: list[CaseResult]) -> list[tuple[str, dict[str, Any]]]:
-        rootdir = self.state.settings.rootdir
-        by_file: dict[tuple[str, str], list[CaseResult]] = {}
-        for result in results:
-            by_file.setdefault((result.suite, result.file), []).append(result)
-        out: list[tuple[str, dict[str, Any]]] = []
-        for (suite_name, file), rows in sorted(by_file.items()):
-            suite = self.state.suites.get(suite_name)
-            if suite is None or not (rootdir / file).is_file():
-                continue
-            source = CaseSource(path=rootdir / file, display=file)
-            artifacts = suite.file_artifacts(source, rows, self.state.context, self.state.run_id)
-            out.extend(sorted(artifacts.items()))
-        return out
-
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -255,15 +210,3 @@ class SessionReport:
             terminalreporter.write_line(f"llmeval: {self.write_error}", red=True)
         elif self.run_dir is not None:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
-
-
-def _events(results: list[CaseResult]) -> Iterator[dict[str, Any]]:
-    """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
-    for result in results:
-        for index, event in enumerate(result.events):
-            yield {
-                "sample_id": result.case_id,
-                "nodeid": result.nodeid,
-                "event_index": index,
-                **event,
-            }

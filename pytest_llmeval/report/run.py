@@ -1,0 +1,114 @@
+"""Building and writing a run dir's reports from case results, with or without pytest.
+
+The session reporter uses it at the end of a session; ``python -m pytest_llmeval summarize``
+uses it to regenerate the reports of a run dir from its results (or its journal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report import console
+from pytest_llmeval.report.aggregate import build_report
+from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
+from pytest_llmeval.report.fingerprint import file_sha256
+from pytest_llmeval.report.html import render_html
+from pytest_llmeval.report.redact import Redactor
+from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
+
+ARTIFACTS = (
+    "results.jsonl",
+    "errors.jsonl",
+    "events.jsonl",
+    "report.json",
+    "summary.md",
+    "report.html",
+)
+
+
+@dataclass
+class RunWriter:
+    """What a run dir's reports are built from and written with."""
+
+    run_dir: Path
+    run_id: str
+    context: SuiteContext
+    suites: SuiteRegistry
+    redactor: Redactor
+
+    def build(self, results: Sequence[CaseResult], runners: dict[str, Any]) -> dict[str, Any]:
+        """``report.json``'s body: aggregates and fingerprints (results sorted by node id)."""
+        settings = self.context.settings
+        registry = self.context.registry
+        return build_report(
+            results,
+            self.suites,
+            self.dataset_hashes(results),
+            runners,
+            {
+                "tool_registry_sha256": registry.fingerprint() if len(registry) else None,
+                "fixtures_sha256": ToolBroker.from_dir(settings.fixtures).fingerprint(),
+            },
+        )
+
+    def dataset_hashes(self, results: Sequence[CaseResult]) -> dict[str, str]:
+        rootdir = self.context.settings.rootdir
+        hashes: dict[str, str] = {}
+        for name in sorted({r.file for r in results}):
+            if (rootdir / name).is_file():
+                hashes[name] = file_sha256(rootdir / name)
+        return hashes
+
+    def suite_artifacts(self, results: Sequence[CaseResult]) -> list[tuple[str, Any]]:
+        """Per-file artifacts of the suites (``toolforge/<stem>.json`` ...)."""
+        rootdir = self.context.settings.rootdir
+        by_file: dict[tuple[str, str], list[CaseResult]] = {}
+        for result in results:
+            by_file.setdefault((result.suite, result.file), []).append(result)
+        out: list[tuple[str, Any]] = []
+        for (suite_name, file), rows in sorted(by_file.items()):
+            suite = self.suites.get(suite_name)
+            if suite is None or not (rootdir / file).is_file():
+                continue
+            source = CaseSource(path=rootdir / file, display=file)
+            out += sorted(suite.file_artifacts(source, rows, self.context, self.run_id).items())
+        return out
+
+    def write(
+        self,
+        results: Sequence[CaseResult],
+        report: dict[str, Any],
+        file_artifacts: Sequence[tuple[str, Any]],
+        summary_extra: str = "",
+    ) -> list[str]:
+        """Write every report file through the redactor; returns the names written."""
+        redact = self.redactor
+        for name, value in file_artifacts:
+            write_json(self.run_dir / name, redact.value(value))
+        rows = [redact.value(r.model_dump(mode="json", exclude={"events"})) for r in results]
+        write_jsonl(self.run_dir / "results.jsonl", rows)
+        write_jsonl(self.run_dir / "errors.jsonl", (r for r in rows if r["outcome"] == "error"))
+        write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in events(results)))
+        write_json(self.run_dir / "report.json", redact.value(report))
+        summary = console.summary_markdown(report, results) + summary_extra
+        write_text(self.run_dir / "summary.md", redact.text(summary))
+        shown = [CaseResult.model_validate(row) for row in rows]  # redacted already
+        write_text(self.run_dir / "report.html", render_html(redact.value(report), shown))
+        return sorted([*ARTIFACTS, *(name for name, _ in file_artifacts)])
+
+
+def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
+    """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
+    for result in results:
+        for index, event in enumerate(result.events):
+            yield {
+                "sample_id": result.case_id,
+                "nodeid": result.nodeid,
+                "event_index": index,
+                **event,
+            }

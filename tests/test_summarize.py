@@ -1,0 +1,42 @@
+"""python -m pytest_llmeval summarize: rebuild a run dir's reports offline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import write_json
+
+CASES = [
+    {"id": "a", "category": "x", "input": "hello", "expected_output": "hello"},
+    {"id": "b", "category": "y", "input": "foo", "expected_output": "bar"},
+]
+
+
+def _summarize(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest_llmeval", "summarize", *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def test_summarize_rebuilds_the_same_reports(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run",
+                       "--llmeval-gate", "golden.pass_rate>=0.5")  # fmt: skip
+    run = pytester.path / "run"
+    before = json.loads((run / "report.json").read_text())
+    for name in ("report.json", "summary.md", "report.html", "results.jsonl"):
+        (run / name).unlink()
+    done = _summarize(str(run))
+    assert done.returncode == 0, done.stderr
+    assert "golden: 1/2 passed (50.0%)" in done.stdout
+    assert json.loads((run / "report.json").read_text()) == before
+    assert (run / "summary.md").is_file() and (run / "report.html").is_file()
+    assert before["gates"]["passed"] is True
+
+
+def test_summarize_refuses_what_is_not_a_run_dir(tmp_path: pytest.TempPathFactory) -> None:
+    done = _summarize(str(tmp_path))
+    assert done.returncode == 2
+    assert "no manifest.json with settings; is this a run dir?" in done.stderr

@@ -56,7 +56,7 @@ class AgentResponse(_Model):
 
 @runtime_checkable
 class Runner(Protocol):
-    """A model backend. Implementations: ``echo``, ``replay``, later ``openai`` and ``hf``."""
+    """A model backend. Implementations: ``echo``, ``replay``, ``openai``, later ``hf``."""
 
     name: str
 
@@ -70,6 +70,45 @@ class Runner(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and other resources."""
+        ...
+
+    # Optional, not part of the protocol check: a runner that can score text also has
+    #
+    #     async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]
+    #
+    # (one answer per request, in order; faults raise RunnerError). See SupportsLoglikelihood.
+
+
+class LoglikRequest(_Model):
+    """Score ``continuation`` given ``context`` (lm-eval's loglikelihood request)."""
+
+    context: str
+    """The text the model is conditioned on (not scored)."""
+    continuation: str
+    """The text whose log-probability is summed."""
+
+
+class Loglik(_Model):
+    """The log-likelihood of one :class:`LoglikRequest`'s continuation."""
+
+    logprob_sum: float
+    """Sum of the natural-log probabilities of the continuation's tokens."""
+    token_count: int
+    """How many tokens the continuation was scored over (for per-token normalisation)."""
+    is_greedy: bool | None = None
+    """Whether every continuation token was the model's top choice; ``None`` when unknown."""
+    char_length: int
+    """``len(continuation)`` in characters."""
+    byte_length: int
+    """Length of the continuation in UTF-8 bytes (for per-byte normalisation)."""
+
+
+@runtime_checkable
+class SupportsLoglikelihood(Protocol):
+    """A runner that can score continuations (``openai`` via ``/completions``, ``hf``)."""
+
+    async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
+        """One :class:`Loglik` per request, in order; faults raise :class:`RunnerError`."""
         ...
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.errors import ConfigError
@@ -35,6 +36,35 @@ def _http_agent(settings: Settings) -> Any:
     return HttpAgentRunner(settings.agent_url, timeout_s=settings.timeout)
 
 
+def _openai(settings: Settings) -> Any:
+    from pytest_llmeval.runners.openai_http import OpenAIRunner
+
+    return OpenAIRunner.from_settings(settings)
+
+
+def _hf(settings: Settings) -> Any:
+    from pytest_llmeval.runners.hf_local import DEFAULT_MAX_NEW_TOKENS, HFRunner
+
+    if not settings.model:
+        raise ConfigError(
+            "--llmeval-runner hf needs --llmeval-model PATH (a local checkpoint folder, or the "
+            "id of a model already in the Hugging Face cache)"
+        )
+    if settings.batch_size < 1:
+        raise ConfigError(f"--llmeval-batch-size must be 1 or more, got {settings.batch_size}")
+    model = settings.model
+    if not Path(model).expanduser().is_absolute() and (settings.rootdir / model).is_dir():
+        model = str(settings.rootdir / model)  # a checkpoint folder relative to the rootdir
+    return HFRunner(
+        model,
+        device=settings.device,
+        dtype=settings.dtype,
+        max_new_tokens=settings.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+        seed=settings.seed if settings.seed is not None else 0,
+        max_batch_size=settings.batch_size,
+    )
+
+
 class RunnerRegistry:
     """Factories by runner name."""
 
@@ -43,6 +73,8 @@ class RunnerRegistry:
             "replay": _replay,
             "echo": _echo,
             "http-agent": _http_agent,
+            "openai": _openai,
+            "hf": _hf,
         }
         for ep in entry_points(group="pytest_llmeval.runners"):
             self._factories.setdefault(ep.name, _lazy_entry_point(ep))

@@ -1,0 +1,324 @@
+"""JSON over HTTP for runners: one pooled client, bounded retries, secrets kept out of errors.
+
+:class:`JsonHttp` is what the ``http-agent`` and ``openai`` runners share. It POSTs JSON and
+hands back the 2xx response; every fault becomes a
+:class:`~pytest_llmeval.errors.RunnerError`:
+
+========================================  ===============  =========  =========
+what happened                             kind             retried    retryable
+========================================  ===============  =========  =========
+connect/read failure, dropped connection  ``connection``   yes        True
+no full answer within ``timeout_s``       ``timeout``      yes        True
+HTTP 429 or 5xx                           ``http``         yes        True
+HTTP 401 / 403                            ``auth``         no         False
+any other non-2xx status                  ``http``         no         False
+========================================  ===============  =========  =========
+
+Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the numeric
+``Retry-After`` of a 429/5xx answer; either is capped at ``max_backoff_s``. They stop after
+``max_retries`` retries, or earlier when the next wait would end past ``max_retry_time_s``
+after the first attempt started. With ``deterministic=True`` nothing is retried: the first
+retryable fault is raised at once (a retried call to a hosted model may not answer the same).
+
+Error messages name the URL without its user-info and query string and never contain a header
+value, a URL credential or any other string given in ``secrets``: server bodies quoted in them
+are redacted before they are cut short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import functools
+import math
+import random
+import ssl
+import time
+from collections.abc import Collection, Iterable
+from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+
+import httpx
+
+from pytest_llmeval import __version__
+from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
+from pytest_llmeval.report.redact import public_url
+
+__all__ = ["JsonHttp", "check_http_url", "loggable_url", "retry_after", "secrets_of"]
+
+_SNIPPET_CHARS = 200
+
+
+class JsonHttp:
+    """A pooled ``httpx.AsyncClient`` with the retry and redaction rules above.
+
+    Args:
+        label: Starts every error message (``"openai"`` → ``openai: POST <url>: ...``).
+        timeout_s: Deadline of one attempt: connecting, sending and reading the whole answer.
+        max_retries: Extra attempts after a retryable fault (0 = try once).
+        backoff_s: First retry delay; doubles each retry.
+        max_backoff_s: Cap on any delay, ``Retry-After`` included.
+        max_retry_time_s: Give up rather than wait past this many seconds after the first
+            attempt started (``None``: bounded by ``max_retries`` only).
+        deterministic: Raise the first retryable fault instead of retrying it.
+        headers: Request headers (``Authorization`` ...); their values count as secrets.
+        secrets: More strings to keep out of error messages (an API key, URL credentials).
+
+    The client is created on the first request, in the running event loop, and shared by
+    concurrent requests. Call :meth:`aclose` in that same loop when done. A request from a
+    different event loop (one ``asyncio.run`` per test) gets a fresh client; the old one is
+    closed on a best-effort basis.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.25,
+        max_backoff_s: float = 8.0,
+        max_retry_time_s: float | None = None,
+        deterministic: bool = False,
+        headers: dict[str, str] | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        if not timeout_s > 0:
+            raise ConfigError(f"{label}: timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ConfigError(f"{label}: max_retries must be >= 0, got {max_retries}")
+        if backoff_s < 0 or max_backoff_s < 0:
+            raise ConfigError(f"{label}: backoff_s and max_backoff_s must be >= 0")
+        if max_retry_time_s is not None and max_retry_time_s < 0:
+            raise ConfigError(f"{label}: max_retry_time_s must be >= 0, got {max_retry_time_s}")
+        self.label = label
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self.max_retry_time_s = max_retry_time_s
+        self.deterministic = deterministic
+        self.headers: dict[str, str] = dict(headers or {})
+        found = set(secrets_of("", self.headers)) | {s for s in secrets if len(s) >= 4}
+        self._secrets = sorted(found, key=len, reverse=True)
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._rng = random.Random()
+
+    async def post_json(
+        self, url: str, body: Any, *, pass_statuses: Collection[int] = ()
+    ) -> tuple[httpx.Response, float]:
+        """POST ``body`` as JSON to ``url``; the response and the successful attempt's ms.
+
+        The response is 2xx, or has a status listed in ``pass_statuses`` (handed back instead
+        of raised, so the caller can react to it); any other outcome raises RunnerError.
+        """
+        client = await self._get_client()
+        attempts = 1 if self.deterministic else self.max_retries + 1
+        first_started = time.monotonic()
+        where = public_url(url)
+        for attempt in range(1, attempts + 1):
+            wait_hint: float | None = None
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+            except (asyncio.TimeoutError, httpx.TimeoutException):
+                error = RunnerError(
+                    self.say(where, f"no complete answer within {self.timeout_s:g}s"),
+                    kind="timeout",
+                    retryable=True,
+                )
+            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+                raise RunnerError(
+                    self.say(where, f"request could not be sent: {self.describe(exc)}"),
+                    kind="connection",
+                    retryable=False,
+                ) from None
+            except httpx.TransportError as exc:
+                error = RunnerError(
+                    self.say(where, f"connection failed: {self.describe(exc)}"),
+                    kind="connection",
+                    retryable=True,
+                )
+            else:
+                elapsed_ms = (time.perf_counter() - started) * 1000.0
+                status = response.status_code
+                if 200 <= status < 300 or status in pass_statuses:
+                    return response, elapsed_ms
+                if status == 429 or status >= 500:
+                    error = RunnerError(
+                        self.say(where, f"HTTP {status}{self.snippet(response)}"),
+                        kind="http",
+                        retryable=True,
+                    )
+                    wait_hint = retry_after(response.headers.get("retry-after"))
+                else:
+                    kind: RunnerErrorKind = "auth" if status in (401, 403) else "http"
+                    note = " (redirects are not followed)" if 300 <= status < 400 else ""
+                    raise RunnerError(
+                        self.say(where, f"HTTP {status}{note}{self.snippet(response)}"),
+                        kind=kind,
+                        retryable=False,
+                    )
+            if self.deterministic:
+                raise RunnerError(
+                    f"{error} (not retried: deterministic mode treats a retry as a failure)",
+                    kind=error.kind,
+                    retryable=error.retryable,
+                )
+            delay = self.delay(attempt, wait_hint) if attempt < attempts else 0.0
+            budget = self.max_retry_time_s
+            out_of_time = budget is not None and time.monotonic() - first_started + delay > budget
+            if attempt == attempts or out_of_time:
+                if attempt > 1 or out_of_time:
+                    why = f"gave up after {attempt} attempt{'s' if attempt > 1 else ''}"
+                    if out_of_time and attempt < attempts:
+                        why += f": the next retry would end past {budget:g}s of retrying"
+                    error = RunnerError(f"{error} ({why})", kind=error.kind, retryable=True)
+                raise error
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        """Close the pooled client (idempotent; the next request opens a new one).
+
+        Call it in the event loop that sent; from another loop the close is best-effort.
+        """
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        if client is None:
+            return
+        if loop is asyncio.get_running_loop():
+            await client.aclose()
+        else:
+            await close_stale(client, loop)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff_s)
+        base = self.backoff_s * 2.0 ** (attempt - 1)
+        return min(base + self._rng.uniform(0.0, base / 2.0), self.max_backoff_s)
+
+    def say(self, where: str, what: str) -> str:
+        """``<label>: POST <where>: <what>``, redacted."""
+        return self.redact(f"{self.label}: POST {where}: {what}")
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    @staticmethod
+    def describe(exc: BaseException) -> str:
+        detail = str(exc).strip()
+        return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+    def snippet(self, response: httpx.Response) -> str:
+        """The start of an error body; redacted before it is cut, so no secret half-shows."""
+        text = self.redact(response.text.strip())
+        if not text:
+            return ""
+        if len(text) > _SNIPPET_CHARS:
+            text = text[:_SNIPPET_CHARS] + "..."
+        return f": {text}"
+
+    async def _get_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is not loop:
+            stale, stale_loop = self._client, self._loop
+            self._client = self._loop = None
+            await close_stale(stale, stale_loop)
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                headers={
+                    "Accept": "application/json",
+                    "User-Agent": f"pytest-llmeval/{__version__} {self.label}",
+                    **self.headers,
+                },
+                timeout=httpx.Timeout(self.timeout_s),
+                follow_redirects=False,
+                verify=_ssl_context(),
+            )
+            self._loop = loop
+        return self._client
+
+
+def check_http_url(url: str, label: str, what: str = "url") -> None:
+    """Raise ConfigError unless ``url`` is an absolute http(s) URL httpx accepts."""
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # raises on a non-numeric or out-of-range port
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        valid = False
+    if not valid:
+        raise ConfigError(
+            f"{label}: {what} must be an absolute http(s) URL, got {loggable_url(url)!r}"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying context, built once: building one costs tens of ms."""
+    return httpx.create_ssl_context()
+
+
+def loggable_url(url: str) -> str:
+    """``public_url``, or a placeholder when ``url`` cannot even be split."""
+    try:
+        return public_url(url)
+    except ValueError:
+        return "<unparsable url>"
+
+
+async def close_stale(client: httpx.AsyncClient, loop: asyncio.AbstractEventLoop | None) -> None:
+    """Best-effort close of a client whose connections belong to another event loop.
+
+    If that loop still runs (in another thread) the close is handed to it; if it has been
+    closed (``asyncio.run`` returned) its sockets can no longer be closed cleanly and are left
+    to the garbage collector, which may warn about an unclosed transport.
+    """
+    if loop is not None and loop.is_running() and not loop.is_closed():
+        asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+        return
+    with contextlib.suppress(Exception):
+        await client.aclose()
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a numeric ``Retry-After`` header (HTTP-date forms are ignored)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    if not math.isfinite(seconds):
+        return None
+    return max(seconds, 0.0)
+
+
+def secrets_of(url: str, headers: dict[str, str]) -> list[str]:
+    """Strings that must never appear in an error message, longest first: header values
+    (and their credential part), URL user-info (and its basic-auth token), query values."""
+    secrets: set[str] = set()
+    for value in headers.values():
+        secrets.add(value)
+        _scheme, _, credential = value.partition(" ")
+        if credential:
+            secrets.add(credential.strip())
+    parts = urlsplit(url)
+    for _name, value in parse_qsl(parts.query, keep_blank_values=True):
+        secrets.update({value, quote(value), quote_plus(value)})
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        secrets.update({userinfo, user, password, unquote(user), unquote(password)})
+        basic = f"{unquote(user)}:{unquote(password)}".encode()
+        secrets.add(base64.b64encode(basic).decode("ascii"))
+    # Very short values ("1", "on") would mangle messages and cannot leak much.
+    return sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True)

@@ -7,7 +7,10 @@ recordings of the model below, made by running the suites against it::
     pytest evals/ --llmeval-runner example-router --llmeval-record new
 
 ``ExampleRouter`` is a deliberately tiny, deterministic tool-calling "model": it routes a
-request to a tool by reading the message, then writes its answer from the tool's result. Swap
+request to a tool by reading the message, then writes its answer from the tool's result. When
+the system prompt asks for a ``FINAL ANSWER:`` line (the GAIA suite's does), the answer ends
+with ``FINAL ANSWER: <value>`` (the calculator's value, the temperature, ...). A message with
+an ``Attached file: <path>`` line makes it read that file with the ``read_file`` tool. Swap
 in a real one with ``--llmeval-runner openai`` (see the README), register your own runner the
 way this file does, or override the ``llmeval_agent`` fixture to evaluate a whole agent::
 
@@ -31,6 +34,11 @@ Route = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]"], dict[str, Any]
 CITY = r"([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
 ROUTES: list[Route] = [
     (
+        "read_file",
+        re.compile(r"^Attached file: (\S+)$", re.MULTILINE),
+        lambda m: {"path": m[1]},
+    ),
+    (
         "get_forecast",
         re.compile(rf"\bforecast\b.*?\bfor {CITY}(?:.*?(\d+) days?)?"),
         lambda m: {"city": m[1], "days": int(m[2] or 3)},
@@ -52,6 +60,7 @@ ROUTES: list[Route] = [
     ),
 ]
 FALLBACK = "I can only help with weather, forecasts, web search and arithmetic."
+FINAL_ANSWER = "FINAL ANSWER:"
 
 
 class ExampleRouter:
@@ -70,6 +79,9 @@ class ExampleRouter:
         usage = Usage(prompt_tokens=len(user.split()), completion_tokens=1, total_tokens=1)
         if request.messages[-1].role == "tool":
             text = _answer(user, request)
+            value = _final_value(request)
+            if value is not None and _wants_final_answer(request):
+                text += f"\n{FINAL_ANSWER} {value}"
             return Completion(text=text, finish_reason="stop", usage=usage)
         offered = {tool.name for tool in request.tools}
         for tool, pattern, arguments in ROUTES:
@@ -98,7 +110,30 @@ def _answer(user: str, request: GenerateRequest) -> str:
     if call.name == "web.search":
         top = result["hits"][0]
         return f"Top result: {top['title']} ({top['url']})"
+    if call.name == "read_file":
+        return f"The file {args['path']} reads: {result['content'].strip()}"
     return f"{args['expression']} = {result['value']}"
+
+
+def _wants_final_answer(request: GenerateRequest) -> bool:
+    return any(m.role == "system" and FINAL_ANSWER in (m.content or "") for m in request.messages)
+
+
+def _final_value(request: GenerateRequest) -> str | None:
+    """The bare answer for a ``FINAL ANSWER:`` line, or None when the tool gave no result."""
+    call = next(m.tool_calls[-1] for m in reversed(request.messages) if m.tool_calls)
+    result = json.loads(request.messages[-1].content or "null")
+    if not isinstance(result, dict) or "error" in result:
+        return None
+    if call.name == "get_weather":
+        return str(result["temp_c"])
+    if call.name == "get_forecast":
+        return ", ".join(str(day["high_c"]) for day in result["days"])
+    if call.name == "web.search":
+        return str(result["hits"][0]["title"])
+    if call.name == "read_file":
+        return str(result["content"]).strip()
+    return str(result["value"])
 
 
 def _subject(args: dict[str, Any]) -> str:

@@ -125,12 +125,14 @@ class SuiteRegistry:
 
 def default_suites() -> SuiteRegistry:
     """The built-in suites, most specific first."""
+    from pytest_llmeval.suites.gaia import GaiaSuite
     from pytest_llmeval.suites.golden import GoldenSuite
     from pytest_llmeval.suites.toolforge import ToolForgeSuite
 
     registry = SuiteRegistry()
     registry.register(ToolForgeSuite())
     registry.register(GoldenSuite())
+    registry.register(GaiaSuite())
     return registry
 
 

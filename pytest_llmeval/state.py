@@ -53,9 +53,7 @@ class LLMEvalState:
         self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
         worker = workerinput.get("workerid", "main") if workerinput else "main"
         self.journal = Journal(self.run_dir, self.attempt, worker)
-        self.secrets = secret_values(
-            [*settings.secret_env, *filter(None, [getattr(settings, "api_key_env", None)])]
-        )
+        self.secrets = secret_values(secret_env_names(settings))
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
@@ -183,6 +181,14 @@ def _identity(item: EvalItem) -> dict[str, Any]:
         "category": case.category if case else None,
         "case_fingerprint": case.fingerprint if case else "",
     }
+
+
+def secret_env_names(settings: Settings) -> list[str]:
+    """Every environment variable whose value is a secret: --llmeval-secret-env, the API key
+    variable, and each provider's key variable."""
+    names = [*settings.secret_env, settings.api_key_env]
+    names += [p.key_env for p in settings.providers if p.key_env]
+    return sorted(set(names))
 
 
 def agent_fingerprint(agent: Any) -> dict[str, Any]:

@@ -135,3 +135,14 @@ def pytest_sessionfinish(session):
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert SECRET not in result.stdout.str()
+
+
+def test_api_key_and_provider_key_variables_are_secrets(pytester: pytest.Pytester) -> None:
+    from pytest_llmeval.settings import from_config
+    from pytest_llmeval.state import secret_env_names
+
+    pytester.makeini(
+        "[pytest]\nllmeval_providers =\n    acme http://127.0.0.1:9/v1 ACME_KEY acme-\n"
+    )
+    config = pytester.parseconfigure("--llmeval-secret-env", "MINE")
+    assert secret_env_names(from_config(config)) == ["ACME_KEY", "MINE", "OPENAI_API_KEY"]

@@ -14,7 +14,7 @@ import pytest
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.runners.base import Completion, GenerateRequest, Runner
+from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 from pytest_llmeval.runners.echo import EchoRunner
 from pytest_llmeval.runners.replay import (
     CassetteStore,
@@ -371,3 +371,53 @@ def test_echo_runner() -> None:
     empty = asyncio.run(echo.generate(GenerateRequest(messages=[])))
     assert (empty.text, empty.usage.total_tokens) == ("", 0)
     asyncio.run(echo.aclose())
+
+
+class ScoringRunner:
+    """A fake model that scores continuations by length, counting what it was asked."""
+
+    name = "scorer"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"type": "scorer"}
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        raise AssertionError("not used")
+
+    async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
+        self.asked += [r.continuation for r in requests]
+        return [
+            Loglik(logprob_sum=-float(len(r.continuation)), token_count=len(r.continuation),
+                   char_length=len(r.continuation), byte_length=len(r.continuation.encode()))
+            for r in requests
+        ]  # fmt: skip
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_loglikelihoods_record_and_replay(tmp_path: Path) -> None:
+    from pytest_llmeval.runners.replay import case_scope
+
+    store = CassetteStore(tmp_path)
+    requests = [LoglikRequest(context="Q: 2+2? A:", continuation=c) for c in (" 4", " five")]
+
+    async def score(runner: Any) -> list[Loglik]:
+        with case_scope():
+            return list(await runner.loglikelihood(requests))
+
+    live = ScoringRunner()
+    first = asyncio.run(score(RecordingRunner(live, store, "new")))
+    assert live.asked == [" 4", " five"]
+    again = asyncio.run(score(RecordingRunner(live, store, "new")))
+    assert again == first and live.asked == [" 4", " five"]  # replayed, not asked again
+    assert asyncio.run(score(ReplayRunner(store))) == first
+    with pytest.raises(CassetteMiss):
+        asyncio.run(
+            RecordingRunner(live, store, "none").loglikelihood(
+                [LoglikRequest(context="x", continuation="y")]
+            )
+        )

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.runners.base import Completion, GenerateRequest, Runner
+from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 
 RecordMode = Literal["none", "new", "all"]
 
@@ -105,6 +105,13 @@ def canonical_request(request: GenerateRequest) -> dict[str, Any]:
 def _request_id(runner_fp: dict[str, Any], request: GenerateRequest) -> str:
     """Identifies a request to a runner regardless of its repeat index."""
     return fingerprint({"runner": runner_fp, "request": canonical_request(request)})
+
+
+def _loglik_key(runner_fp: dict[str, Any], request: LoglikRequest) -> tuple[str, int]:
+    """The cassette key of one log-likelihood request (with its repeat index in the case)."""
+    body = {"runner": runner_fp, "loglik": request.model_dump(mode="json")}
+    repeat = next_repeat_index(fingerprint(body))
+    return fingerprint({**body, "repeat": repeat}), repeat
 
 
 def cassette_key(runner_fp: dict[str, Any], request: GenerateRequest, repeat: int) -> str:
@@ -197,6 +204,28 @@ class CassetteStore:
                 f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
             ) from exc
 
+    def get_loglik(self, folder: Path, key: str) -> Loglik | None:
+        """The recorded log-likelihood for ``key``, or ``None``."""
+        path = self.path(folder, key)
+        try:
+            return Loglik.model_validate(json.loads(path.read_text(encoding="utf-8"))["loglik"])
+        except FileNotFoundError:
+            return None
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise RunnerError(
+                f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
+            ) from exc
+
+    def put_loglik(
+        self, folder: Path, key: str, request: LoglikRequest, repeat: int, result: Loglik
+    ) -> None:
+        """Record one scored continuation."""
+        record = {"loglik_request": request.model_dump(mode="json"), "repeat": repeat,
+                  "loglik": result.model_dump(mode="json")}  # fmt: skip
+        if self.redact is not None:
+            record = self.redact(record)
+        write_atomic(self.path(folder, key), _pretty_json({**record, "key": key}))
+
     def put(
         self,
         folder: Path,
@@ -265,6 +294,28 @@ class RecordingRunner:
         self.store.put(folder, key, request, repeat, completion)
         return completion
 
+    async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
+        """Replay recorded scores; score the misses with the live runner (in one batch)."""
+        live = getattr(self.inner, "loglikelihood", None)
+        if live is None:
+            raise RunnerError(f"runner {self.name!r} cannot score log-likelihoods", kind="protocol")
+        runner_fp = self.inner.fingerprint()
+        folder = self.store.folder(self.inner.name, runner_fp)
+        keyed = [_loglik_key(runner_fp, request) for request in requests]
+        found = [None if self.mode == "all" else self.store.get_loglik(folder, k) for k, _ in keyed]
+        missing = [i for i, result in enumerate(found) if result is None]
+        if missing and self.mode == "none":
+            key, repeat = keyed[missing[0]]
+            raise _miss(folder, key, repeat, f"{self.name}: recording is off")
+        if missing:
+            fresh = await live([requests[i] for i in missing])
+            self.store.write_runner(folder, runner_fp)
+            for i, result in zip(missing, fresh, strict=True):
+                key, repeat = keyed[i]
+                self.store.put_loglik(folder, key, requests[i], repeat, result)
+                found[i] = result
+        return [result for result in found if result is not None]
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
@@ -300,6 +351,16 @@ class ReplayRunner:
         if recorded is None:
             raise _miss(self.folder, key, repeat, "replay")
         return recorded
+
+    async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
+        results = []
+        for request in requests:
+            key, repeat = _loglik_key(self.recorded_fingerprint, request)
+            recorded = self.store.get_loglik(self.folder, key)
+            if recorded is None:
+                raise _miss(self.folder, key, repeat, "replay")
+            results.append(recorded)
+        return results
 
     async def aclose(self) -> None:
         return None

@@ -1,0 +1,29 @@
+"""The shipped examples run the way the README says, from the project root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_own_agent_example_uses_the_broker_and_its_workspace(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/own_agent", "-p", "no:cacheprovider",
+         "--llmeval-run-dir", str(run)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "3 passed" in done.stdout
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert {r["tool_calls"][0]["source"] for r in rows} == {"fixture"}
+    notes = sorted(p.read_text() for p in (run / "workspaces").glob("*/notes.txt"))
+    assert len(notes) == 3 and all("answer: " in n for n in notes)
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events] == ["thought"] * 3
+    report = json.loads((run / "report.json").read_text())
+    assert report["suites"]["gaia"]["levels"]["level2"]["accuracy"] == 1.0

@@ -1,7 +1,8 @@
-"""Side-by-side timing of pytest-llmeval against plain pytest on the same cases.
+"""Side-by-side timing of pytest-llmeval against plain pytest on the same cases, no HTTP.
 
     python benchmarks/bench_dispatch.py            # N=2000 at 0 ms, N=400 at 20 ms latency
     python benchmarks/bench_dispatch.py --quick    # smaller N, fewer repeats
+    python benchmarks/bench_dispatch.py --baseline /tmp/base   # + another copy of the plugin
 
 Every figure is a ratio of runs made in the same invocation, alternating, best of R (these
 machines are shared and noisy; absolute times alone mean little). Each variant is a fresh
@@ -14,19 +15,29 @@ machines are shared and noisy; absolute times alone mean little). Each variant i
   (``asyncio.sleep``) and echoes, at ``--llmeval-concurrency C``.
 
 The model stand-in is in-process, so this measures the harness (collection, dispatch, scoring,
-reporting), not an HTTP stack; the loopback-server throughput benchmark comes with the
-speed-and-scale issue.
+reporting) without an HTTP stack; ``bench_throughput.py`` does the same against the loopback
+OpenAI server.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
+import itertools
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
+
+from _harness import (
+    Sample,
+    baseline_env,
+    best_of,
+    clean_env,
+    pytest_command,
+    ratio,
+    run,
+    write_cases,
+    write_files,
+)
 
 CONFTEST = """
 import asyncio
@@ -55,7 +66,7 @@ import json, time, pathlib
 import pytest
 
 LATENCY = {latency}
-CASES = [json.loads(l) for l in pathlib.Path(__file__).with_name("cases.eval.jsonl").open()]
+CASES = [json.loads(l) for l in pathlib.Path(__file__).with_name("cases.jsonl").open()]
 
 def model(text):
     if LATENCY:
@@ -68,60 +79,54 @@ def test_case(case):
 """
 
 
-def _write(root: Path, n: int, latency: float) -> None:
-    for name in ("empty", "plain", "llmeval"):
-        (root / name).mkdir(parents=True, exist_ok=True)
-    rows = (
-        {"id": f"c{i:06d}", "input": f"message {i}", "expected_output": f"message {i}"}
-        for i in range(n)
-    )
-    text = "".join(json.dumps(row) + "\n" for row in rows)
-    (root / "llmeval" / "cases.eval.jsonl").write_text(text)
-    (root / "llmeval" / "conftest.py").write_text(CONFTEST.format(latency=latency))
-    (root / "plain" / "cases.eval.jsonl").write_text(text)
-    (root / "plain" / "test_plain.py").write_text(PLAIN.format(latency=latency))
-    (root / "empty" / "test_empty.py").write_text("def test_nothing():\n    pass\n")
-    for name in ("empty", "plain", "llmeval"):
-        (root / name / "pytest.ini").write_text("[pytest]\n")
-
-
-def _run(cwd: Path, *args: str) -> float:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed in {cwd}:\n{done.stdout[-2000:]}")
-    return elapsed
-
-
-def measure(n: int, latency: float, concurrency: int, repeats: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
+def measure(
+    n: int, latency: float, concurrency: int, repeats: int, baseline: Path | None = None
+) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="llmeval-bench-") as tmp:
         root = Path(tmp)
-        _write(root, n, latency)
+        write_cases(root / "cases.jsonl", n)
+        text = (root / "cases.jsonl").read_text(encoding="utf-8")
+        llmeval = write_files(
+            root / "llmeval",
+            {"cases.eval.jsonl": text, "conftest.py": CONFTEST.format(latency=latency)},
+        )
+        plain = write_files(
+            root / "plain", {"cases.jsonl": text, "test_plain.py": PLAIN.format(latency=latency)}
+        )
+        empty = write_files(root / "empty", {"test_empty.py": "def test_nothing():\n    pass\n"})
+        env = clean_env()
+        runs = itertools.count()
+
+        def plugin(env: dict[str, str]) -> Callable[[], Sample]:
+            def go() -> Sample:
+                command = pytest_command(
+                    "--llmeval-runner", "sleepy", "--llmeval-concurrency", str(concurrency),
+                    "--llmeval-run-dir", str(root / "runs" / f"run{next(runs):03d}"),
+                )  # fmt: skip
+                return run(command, llmeval, env)
+
+            return go
+
+        without = pytest_command("-p", "no:llmeval")
         variants = {
-            "empty": (root / "empty", ("-p", "no:llmeval")),
-            "plain": (root / "plain", ("-p", "no:llmeval")),
-            "llmeval": (
-                root / "llmeval",
-                ("--llmeval-runner", "sleepy", "--llmeval-concurrency", str(concurrency),
-                 "--llmeval-run-dir", str(root / "run")),
-            ),
-        }  # fmt: skip
-        best = {name: float("inf") for name in variants}
-        for _ in range(repeats):
-            for name, (cwd, args) in variants.items():
-                best[name] = min(best[name], _run(cwd, *args))
-    return best
+            "empty": lambda: run(without, empty, env),
+            "plain": lambda: run(without, plain, env),
+            "llmeval": plugin(env),
+        }
+        if baseline is not None:
+            variants["llmeval@baseline"] = plugin(baseline_env(env, baseline))
+        best = best_of(variants, repeats)
+    return {name: b.wall_s for name, b in best.items()}
 
 
-def report(n: int, latency: float, concurrency: int, repeats: int) -> list[str]:
-    t = measure(n, latency, concurrency, repeats)
+def report(
+    n: int, latency: float, concurrency: int, repeats: int, baseline: Path | None = None
+) -> list[str]:
+    t = measure(n, latency, concurrency, repeats, baseline)
     lines = [
         f"N={n} latency={latency * 1000:.0f}ms concurrency={concurrency} (best of {repeats})",
-        f"  empty session {t['empty']:.2f}s | plain pytest {t['plain']:.2f}s | "
-        f"llmeval {t['llmeval']:.2f}s",
-        f"  llmeval / plain pytest: {t['llmeval'] / t['plain']:.2f}x",
+        "  " + " | ".join(f"{name} {seconds:.2f}s" for name, seconds in t.items()),
+        f"  llmeval / plain pytest: {ratio(t['llmeval'], t['plain'])}",
         f"  per case above an empty session: llmeval "
         f"{(t['llmeval'] - t['empty']) / n * 1000:.3f} ms, plain "
         f"{(t['plain'] - t['empty']) / n * 1000:.3f} ms",
@@ -132,17 +137,29 @@ def report(n: int, latency: float, concurrency: int, repeats: int) -> list[str]:
             f"  llmeval / ideal N*L/C ({ideal:.2f}s): "
             f"{(t['llmeval'] - t['empty']) / ideal:.2f}x (session start-up excluded)"
         )
+    if baseline is not None:
+        lines.append(
+            f"  this checkout / --baseline: {ratio(t['llmeval'], t['llmeval@baseline'])}"
+        )
     return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small N, 2 repeats")
+    parser.add_argument("--smoke", action="store_true", help="tiny N, once (a test's check)")
+    parser.add_argument("--repeats", type=int, help="override R")
+    parser.add_argument(
+        "--baseline", type=Path, help="also run the pytest_llmeval package found in this folder"
+    )
     options = parser.parse_args()
-    repeats = 2 if options.quick else 3
-    scale = 4 if options.quick else 1
-    print("\n".join(report(2000 // scale, 0.0, 8, repeats)))
-    print("\n".join(report(400 // scale, 0.02, 8, repeats)))
+    repeats, scale = (2, 4) if options.quick else (3, 1)
+    if options.smoke:
+        repeats, scale = 1, 100
+    repeats = options.repeats or repeats
+    print("\n".join(report(2000 // scale, 0.0, 8, repeats, options.baseline)))
+    if not options.smoke:
+        print("\n".join(report(400 // scale, 0.02, 8, repeats, options.baseline)))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Offline commands on run dirs: ``python -m pytest_llmeval summarize RUN_DIR``."""
+"""Offline commands on run dirs: ``python -m pytest_llmeval summarize RUN_DIR``, ``merge OUT_DIR
+RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (see
+``report/shard_commands.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.journal import read_results
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report import console, shard_commands, verdict
 from pytest_llmeval.report.gates import Gate, evaluate_gates, gates_section, parse_gate
 from pytest_llmeval.report.redact import Redactor
 from pytest_llmeval.report.run import RunWriter
@@ -75,7 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     cmd = commands.add_parser("summarize", help="rebuild a run dir's reports from its results")
     cmd.add_argument("run_dir", type=Path, help="the run dir")
-    options = parser.parse_args(argv)
+    shard_commands.add_parsers(commands)
+    args = list(sys.argv[1:] if argv is None else argv)
+    args, pytest_args = shard_commands.split_pytest_args(args)
+    options = parser.parse_args(args)
+    if options.command in shard_commands.COMMANDS:
+        return shard_commands.run(options, pytest_args)
     try:
         report = summarize(options.run_dir)
     except (LLMEvalError, OSError) as exc:

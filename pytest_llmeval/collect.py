@@ -7,7 +7,9 @@ the field and what was expected.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ _MARKER_CHARS = re.compile(r"\W+")
 HEAD_BYTES = 65536
 
 
+@functools.lru_cache(maxsize=1024)
 def marker_name(text: str) -> str:
     """A ``-m`` friendly marker name: non-word characters become ``_``."""
     return _MARKER_CHARS.sub("_", text).strip("_") or "_"
@@ -49,6 +52,8 @@ class EvalFile(pytest.File):
         self.state = state
         self.suite_name = "unknown"
         self.data_display = display_path(self.path, state.settings.rootdir)
+        self.fixture_values: _FixtureValues | None = None
+        """What the last item's fixtures resolved to, when every one is session-scoped."""
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
@@ -58,6 +63,13 @@ class EvalFile(pytest.File):
             return
         self.suite_name, self.data_display = suite.name, source.display
         items: dict[str, EvalItem] = {}
+        with _gc_paused():
+            self._build(suite, source, items)
+        for name in sorted(items):
+            yield items[name]
+
+    def _build(self, suite: Suite, source: CaseSource, items: dict[str, EvalItem]) -> None:
+        """One item per loaded case (or per broken record) into ``items``, by name."""
         for loaded in suite.load(source, self.state.context):
             # one fixture closure for the whole file (the first item's), as pytest shares one
             # among a parametrized test's items: all items here call the same stand-in
@@ -87,8 +99,6 @@ class EvalFile(pytest.File):
             items[name] = EvalItem.from_parent(
                 self, name=name, case=loaded, fixtureinfo=fixtureinfo
             )
-        for name in sorted(items):
-            yield items[name]
 
     def _resolve(self) -> tuple[Suite, CaseSource]:
         rootdir = self.state.settings.rootdir
@@ -188,6 +198,31 @@ class _EmptySuite:
 EMPTY_SUITE: Suite = _EmptySuite()
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a file's items are built.
+
+    Building items allocates many long-lived objects and next to no garbage, which is the worst
+    case for the collector: each full collection walks every object alive, and the heap grows
+    by a quarter between them, so a 100,000-case file paid for about five walks of the whole
+    heap. Collection resumes (and catches up once) when the file is done.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@functools.cache
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
+    the name up and build a new Mark for every case."""
+    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
 def _error_name(exc: CaseFileError) -> str:
     return f"line{exc.line}" if exc.line else "file"
 
@@ -217,12 +252,13 @@ class EvalItem(pytest.Function):
         self.transcript: Transcript | None = None
         self.result: CaseResult | None = None
         self.line = case.line if case else (problem.line if problem else None) or 1
-        self.add_marker("llmeval")
+        self.add_marker(_mark("llmeval"))
         if case is not None:
             for name in (case.suite, case.category):
                 if name:
-                    self.state.register_marker(marker_name(name))
-                    self.add_marker(marker_name(name))
+                    marker = marker_name(name)
+                    self.state.register_marker(marker)  # before the mark is first looked up
+                    self.add_marker(_mark(marker))
 
     @property
     def eval_file(self) -> EvalFile:
@@ -248,10 +284,32 @@ class EvalItem(pytest.Function):
         assert self.case is not None
         if self.case.skip_reason:
             _skip(self.case.skip_reason)
-        super().setup()
+        if not self._reuse_fixture_values():
+            super().setup()
+            self.eval_file.fixture_values = _FixtureValues.of(self)
         self.transcript = self.state.transcript_for(self)
         if self.transcript.error is not None:
             raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+
+    def _reuse_fixture_values(self) -> bool:
+        """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
+        same cached values again.
+
+        All items of a file share one fixture closure. When every fixture in it is
+        session-scoped, unparametrized and already cached, pytest's own resolution (a
+        SubRequest per fixture and per dependency, a ``request`` FixtureDef with its
+        signature inspection, for each item) returns those very values; copying them is the
+        same result for a fraction of the cost. Any other closure, or a cache that changed,
+        takes pytest's path.
+        """
+        known = self.eval_file.fixture_values
+        if known is None or not known.still_valid(self):
+            return False
+        self.funcargs.update(known.values)
+        if "request" in self.fixturenames:
+            self.funcargs["request"] = self._request
+        self._request._fixture_defs.update(known.defs)
+        return True
 
     def runtest(self) -> None:
         assert self.case is not None and self.transcript is not None
@@ -300,6 +358,39 @@ class EvalItem(pytest.Function):
         if isinstance(exc, LLMEvalError):
             return f"{where}: {type(exc).__name__}: {exc}"
         return None
+
+
+class _FixtureValues:
+    """An item's resolved session fixtures, and the cache entries they came from."""
+
+    def __init__(
+        self,
+        fixtureinfo: Any,
+        defs: dict[str, Any],
+        values: dict[str, Any],
+    ):
+        self.fixtureinfo = fixtureinfo
+        self.defs = defs
+        self.values = values
+        self.results = [(d, d.cached_result) for d in defs.values()]
+
+    @classmethod
+    def of(cls, item: EvalItem) -> _FixtureValues | None:
+        """What ``item`` just resolved, or ``None`` unless every fixture is reusable."""
+        defs = dict(item._request._fixture_defs)
+        if set(item.fixturenames) - {"request"} != set(defs):
+            return None
+        for d in defs.values():
+            result = d.cached_result
+            if d.scope != "session" or d.params is not None or result is None or result[2]:
+                return None
+        values = {name: item.funcargs[name] for name in defs}
+        return cls(item._fixtureinfo, defs, values)
+
+    def still_valid(self, item: EvalItem) -> bool:
+        return item._fixtureinfo is self.fixtureinfo and all(
+            d.cached_result is result for d, result in self.results
+        )
 
 
 def _skip(reason: str) -> NoReturn:

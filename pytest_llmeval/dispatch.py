@@ -1,10 +1,13 @@
 """Run agents ahead of pytest's item loop, with bounded concurrency (DESIGN §7).
 
 pytest runs one item at a time; model calls are I/O. The dispatcher owns an asyncio loop in a
-background thread. When an item asks for its transcript, the dispatcher also starts the agents
-of the next items this process will run (up to ``concurrency`` in flight), so the next item
-usually finds its transcript ready. A transcript is handed out once and then dropped, so memory
-stays bounded by the look-ahead window.
+background thread. When an item asks for its transcript, the dispatcher also queues the agents
+of the next items this process will run, so the next item usually finds its transcript ready.
+At most ``concurrency`` agents run at once; up to ``2 * concurrency`` cases are queued ahead,
+topped up in one batch whenever no more than ``concurrency`` are left (one wake-up of the
+loop per batch, not per case: each wake-up is a write to the loop's self-pipe, and the GIL
+hand-over around it cost the item loop more than anything else per case). A transcript is
+handed out once and then dropped, so memory stays bounded by the look-ahead window.
 
 Results never depend on concurrency: every case runs in its own task with its own cassette
 scope, and nothing a case sees depends on what ran before it.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -48,6 +52,8 @@ class Dispatcher:
         self._futures: dict[str, concurrent.futures.Future[Transcript]] = {}
         self._order: list[str] = []
         self._position: dict[str, int] = {}
+        self._frontier = 0
+        """Positions of the run order below this one have been considered for run-ahead."""
         self._lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -100,35 +106,59 @@ class Dispatcher:
         """The keys (node ids) of the cases this process will run, in the order it runs them."""
         self._order = list(keys)
         self._position = {key: i for i, key in enumerate(self._order)}
+        self._frontier = 0
 
     # -- transcripts -------------------------------------------------------------------------
 
     def transcript(self, key: str, job: Job, lookup: JobLookup | None = None) -> Transcript:
-        """The transcript of case ``key``; starts the next cases of the run order on the way."""
-        future = self._submit(key, job)
-        position = self._position.get(key)
-        if lookup is not None and position is not None:
-            end = min(len(self._order), position + 1 + self.concurrency)
-            for ahead in range(position + 1, end):
-                next_key = self._order[ahead]
-                if next_key in self._futures:
-                    continue
-                next_job = lookup(ahead)
-                if next_job is not None:
-                    self._submit(next_key, next_job)
+        """The transcript of case ``key``; queues the next cases of the run order on the way."""
+        batch: list[tuple[str, Job]] = []
+        with self._lock:
+            future = self._futures.get(key)
+            missed = future is None  # not queued ahead: look ahead from here again
+            if future is None:
+                batch.append((key, job))
+            position = self._position.get(key)
+            if lookup is not None and position is not None:
+                left = self._frontier - position - 1
+                if missed or left <= self.concurrency:
+                    end = min(len(self._order), position + 1 + 2 * self.concurrency)
+                    for ahead in range(position + 1, end):
+                        next_key = self._order[ahead]
+                        if next_key in self._futures:
+                            continue
+                        next_job = lookup(ahead)
+                        if next_job is not None:
+                            batch.append((next_key, next_job))
+                    self._frontier = max(self._frontier, end)
+            futures = self._submit(batch)
+        future = future or futures[0]
         try:
             return future.result()
         finally:
             with self._lock:
                 self._futures.pop(key, None)
 
-    def _submit(self, key: str, job: Job) -> concurrent.futures.Future[Transcript]:
-        with self._lock:
-            future = self._futures.get(key)
-            if future is None:
-                future = asyncio.run_coroutine_threadsafe(self._run(key, *job), self._ensure_loop())
-                self._futures[key] = future
-        return future
+    def _submit(self, batch: list[tuple[str, Job]]) -> list[concurrent.futures.Future[Transcript]]:
+        """Start ``batch`` on the loop with a single wake-up; one future per case, in order."""
+        if not batch:
+            return []
+        futures: list[concurrent.futures.Future[Transcript]] = []
+        for key, _job in batch:
+            future: concurrent.futures.Future[Transcript] = concurrent.futures.Future()
+            self._futures[key] = future
+            futures.append(future)
+        jobs = [(key, job, f) for (key, job), f in zip(batch, futures, strict=True)]
+        self._ensure_loop().call_soon_threadsafe(self._spawn, jobs)
+        return futures
+
+    def _spawn(self, jobs: list[tuple[str, Job, concurrent.futures.Future[Transcript]]]) -> None:
+        """In the loop: one task per case, its outcome copied to the case's future."""
+        for key, job, future in jobs:
+            if future.cancelled():
+                continue
+            task = asyncio.ensure_future(self._run(key, *job))
+            task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         assert self._semaphore is not None
@@ -147,6 +177,22 @@ class Dispatcher:
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
+
+
+def _settle(
+    future: concurrent.futures.Future[Transcript], task: asyncio.Future[Transcript]
+) -> None:
+    """Copy a finished task's outcome to the future the item loop waits on."""
+    if task.cancelled():
+        future.cancel()
+        return
+    if not future.set_running_or_notify_cancel():
+        return  # cancelled by close() in the meantime
+    exc = task.exception()
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(task.result())
 
 
 def _fault(message: str, kind: str) -> Transcript:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pytest_llmeval.models import CaseResult
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
+_ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
 
 
 def journal_root(run_dir: Path) -> Path:
@@ -43,7 +44,7 @@ class Journal:
         self._lock = threading.Lock()
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
-        line = json.dumps({"result": result, "runner": runner}, sort_keys=True)
+        line = _ENCODER.encode({"result": result, "runner": runner})
         with self._lock:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

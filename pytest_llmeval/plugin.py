@@ -52,6 +52,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
         state.dispatcher.close()
+        state.limits.close()
         state.journal.close()
     report = config.stash.get(session_report_key, None)
     if report is not None:
@@ -92,6 +93,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[state_key].skip_finished(config, items)
+    config.stash[state_key].keep_shard(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -138,6 +140,13 @@ def llmeval_agent(llmeval_runner: Any) -> Any:
 
 
 # -- reporting -----------------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    line = state.limits.summary() if state is not None else None
+    if line is not None:
+        terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -15,8 +15,10 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
+from pytest_llmeval.limits import RATE_FORM, parse_rate_limit
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.providers import Provider, parse_providers
+from pytest_llmeval.sharding import parse_shard
 
 RecordMode = Literal["none", "new", "all"]
 
@@ -39,7 +41,7 @@ class OptionSpec:
     noun: str
     help: str
     default: Any = None
-    type: str = "string"  # string | int | float | path | choice | list | flag
+    type: str = "string"  # string | int | float | path | choice | list | flag | shard
     choices: tuple[str, ...] = ()
     metavar: str | None = None
 
@@ -202,6 +204,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         choices=("yes", "no"),
     ),
     OptionSpec(
+        "shard",
+        "Keep only shard I of N (counted from 0) of the eval cases, by sha256 of the case id, "
+        "for runs split across machines or CI jobs; join the run dirs with "
+        "'python -m pytest_llmeval merge'. Other tests are not sharded.",
+        type="shard",
+        metavar="I/N",
+    ),
+    OptionSpec(
         "redact-pattern",
         "A regular expression whose matches are replaced by [REDACTED] in everything the run "
         "writes (repeatable; added to the built-in token patterns).",
@@ -308,6 +318,34 @@ OPTIONS: tuple[OptionSpec, ...] = (
         type="int",
         metavar="N",
     ),
+    OptionSpec(
+        "mlflow",
+        "Log the finished run to this MLflow tracking URI (http(s)://..., databricks, "
+        "file:///abs/path): settings as params, report metrics, fingerprints as tags, the run "
+        "dir as artifacts. Needs pip install 'pytest-llmeval[mlflow]'.",
+        metavar="TRACKING_URI",
+    ),
+    OptionSpec(
+        "mlflow-experiment",
+        "MLflow experiment the run is logged to (created when missing).",
+        default="pytest-llmeval",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "max-connections",
+        "Most requests in flight to the model or agent backend (openai and http-agent "
+        "runners), summed over all processes of the session, xdist workers included. A 429 "
+        "halves it for a while (adaptive backoff). Unlimited when unset.",
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "rate-limit",
+        "Requests and/or tokens per second or minute to the backend, for the whole session: "
+        "N/s or N/min (requests), Ntok/s or Ntok/min (tokens), comma-separated, e.g. "
+        "'10/s,90000tok/min'. A 429 halves it for a while. Unlimited when unset.",
+        metavar="SPEC",
+    ),
 )
 
 
@@ -360,6 +398,8 @@ class Settings(BaseModel):
     """Parent of new run dirs."""
     hash_scheduling: bool = True
     """Whether the xdist hash scheduler is used with ``-n``."""
+    shard: tuple[int, int] | None = None
+    """``(I, N)`` of ``--llmeval-shard I/N``: only shard I of N of the eval cases runs."""
     file_globs: tuple[str, ...] = DEFAULT_FILE_GLOBS
     """File name patterns that are looked at as eval files."""
     redact_pattern: tuple[str, ...] = ()
@@ -394,6 +434,14 @@ class Settings(BaseModel):
     """dtype of the ``hf`` runner."""
     batch_size: int = 8
     """Largest batch the ``hf`` runner generates or scores at once."""
+    mlflow: _PublicURL | None = None
+    """MLflow tracking URI the finished run is logged to (written without credentials)."""
+    mlflow_experiment: str = "pytest-llmeval"
+    """MLflow experiment name."""
+    max_connections: int | None = None
+    """Requests in flight to the backend across the whole session; ``None``: no limit."""
+    rate_limit: str | None = None
+    """Session-wide request/token rates, normalised (``10/s,90000tok/min``); ``None``: none."""
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe values for the run manifest, URLs without secrets."""
@@ -464,6 +512,15 @@ def from_config(config: pytest.Config) -> Settings:
         values["providers"] = parse_providers(values["providers"])
     except ValueError as exc:
         raise pytest.UsageError(f"llmeval_providers: {exc}") from None
+    if values["max_connections"] is not None and values["max_connections"] < 1:
+        raise pytest.UsageError("--llmeval-max-connections must be 1 or more")
+    if values["rate_limit"] is not None:
+        try:
+            values["rate_limit"] = parse_rate_limit(values["rate_limit"]).text
+        except ValueError as exc:
+            raise pytest.UsageError(
+                f"--llmeval-rate-limit takes {RATE_FORM}; got {values['rate_limit']!r}: {exc}"
+            ) from None
     return Settings(**values)
 
 
@@ -495,6 +552,8 @@ def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
 def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
     if raw is None:
         return {"list": (), "flag": False}.get(spec.type)
+    if spec.type == "shard":  # "I/N", or (I, N) as handed to an xdist worker
+        return parse_shard(raw) if isinstance(raw, str) else (int(raw[0]), int(raw[1]))
     text = str(raw).strip()
     try:
         if spec.type == "int":

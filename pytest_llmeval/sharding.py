@@ -37,7 +37,7 @@ import hashlib
 import importlib
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -57,6 +57,7 @@ __all__ = [
     "parse_shard",
     "run_order",
     "shard_of",
+    "split_shard",
     "stable_hash",
     "worker_of",
 ]
@@ -70,6 +71,7 @@ HASH_SCHEDULING_DEST = "llmeval_hash_scheduling"
 HASH_SCHEDULING_KEY = "llmeval_hash_scheduling"
 """``workerinput`` key the controller sets when :class:`HashScheduling` feeds the workers."""
 
+_T = TypeVar("_T", bound="_HasNodeId")
 _SHARD_RE = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 _WORKER_RE = re.compile(r"gw(\d+)")
 _FALSE_WORDS = frozenset({"no", "false", "off", "0"})
@@ -119,6 +121,20 @@ def case_key(nodeid: str) -> str:
 def in_shard(nodeid: str, index: int, count: int) -> bool:
     """Whether the test ``nodeid`` belongs to shard ``index`` of ``count``."""
     return shard_of(case_key(nodeid), count) == index
+
+
+def split_shard(
+    items: Sequence[_T], index: int, count: int, sharded: Callable[[_T], bool]
+) -> tuple[list[_T], list[_T]]:
+    """``(kept, dropped)``: the items of shard ``index`` of ``count``, in their order, and the
+    rest. Only items for which ``sharded(item)`` holds are split; every other item is kept
+    (each shard runs it)."""
+    kept: list[_T] = []
+    dropped: list[_T] = []
+    for item in items:
+        keep = not sharded(item) or in_shard(item.nodeid, index, count)
+        (kept if keep else dropped).append(item)
+    return kept, dropped
 
 
 def assign(nodeids: Sequence[str], n: int, *, shard_count: int = 1) -> list[list[int]]:

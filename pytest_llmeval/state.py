@@ -18,6 +18,7 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.journal import Journal, next_attempt, read_final
+from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
 from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
@@ -58,6 +59,10 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
         )
+        # the session-wide backend limits; installed as limits.current() for runner factories
+        self.limits = SessionLimits(settings.max_connections, settings.rate_limit, workerinput)
+        if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
+            setattr(config.option, sharding.SHARD_DEST, settings.shard)
 
     def ensure_run_dir(self) -> Path:
         """Create (and tag) the run dir on first use; safe from several processes."""
@@ -65,10 +70,11 @@ class LLMEvalState:
         return self.run_dir
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
-        """Tell an xdist worker where this session's run dir is."""
+        """Tell an xdist worker where this session's run dir and limits are."""
         workerinput[RUN_DIR_KEY] = str(self.run_dir)
         workerinput[RUN_ID_KEY] = self.run_id
         workerinput[ATTEMPT_KEY] = self.attempt
+        self.limits.hand_to_worker(workerinput)
 
     def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """When resuming, deselect the cases that already have a final result."""
@@ -77,6 +83,20 @@ class LLMEvalState:
         keep = [item for item in items if item.nodeid not in self.finished]
         if len(keep) != len(items):
             config.hook.pytest_deselected(items=[i for i in items if i.nodeid in self.finished])
+            items[:] = keep
+
+    def keep_shard(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """With ``--llmeval-shard I/N``, deselect the eval items of the other shards (by the
+        stable hash of the case id); other tests are not sharded."""
+        if self.settings.shard is None:
+            return
+        from pytest_llmeval.collect import EvalItem
+
+        keep, drop = sharding.split_shard(
+            items, *self.settings.shard, lambda item: isinstance(item, EvalItem)
+        )
+        if drop:
+            config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
     @functools.cached_property

@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# what json.dumps builds on every call when given options; encode() keeps no state
+
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys, no insignificant whitespace, and non-ASCII kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def sha256_hex(data: str | bytes) -> str:

@@ -18,6 +18,7 @@ session when one is found (which only happens when something bypassed the redact
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -66,7 +67,8 @@ class Redactor:
         self._pattern = re.compile("|".join(f"(?:{p})" for p in parts))
 
     def text(self, text: str) -> str:
-        text = _USERINFO.sub(rf"\g<scheme>{MASK}@", text)
+        if "://" in text:  # the user-info pattern cannot match without it
+            text = _USERINFO.sub(rf"\g<scheme>{MASK}@", text)
         return self._pattern.sub(MASK, text)
 
     def value(self, value: Any) -> Any:
@@ -76,13 +78,19 @@ class Redactor:
         if isinstance(value, dict):
             return {
                 key: MASK
-                if isinstance(item, str) and isinstance(key, str) and SENSITIVE_KEY.search(key)
+                if isinstance(item, str) and isinstance(key, str) and _sensitive(key)
                 else self.value(item)
                 for key, item in value.items()
             }
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _sensitive(key: str) -> bool:
+    """Whether a key names a secret (results repeat the same few keys for every case)."""
+    return SENSITIVE_KEY.search(key) is not None
 
 
 def redact_text(text: str) -> str:

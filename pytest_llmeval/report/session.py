@@ -20,6 +20,7 @@ from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.artifacts import write_json
 from pytest_llmeval.report.baseline import BaselineDiff, diff_markdown, write_baseline
 from pytest_llmeval.report.gates import GateResult, evaluate_gates, gates_section
+from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.redact import find_leaks
 from pytest_llmeval.report.run import RunWriter
@@ -46,6 +47,8 @@ class SessionReport:
         self.gate_problems: list[str] = []
         self.baseline_diff: BaselineDiff | None = None
         self.baseline_refusal: str | None = None
+        self.mlflow_run_id: str | None = None
+        self.mlflow_error: str | None = None
         for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
             self.results[nodeid] = result
             if runner and result.runner_fingerprint:
@@ -70,7 +73,8 @@ class SessionReport:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
-        if self.results:
+        empty_shard = settings.shard is not None and not session.config.option.collectonly
+        if self.results or empty_shard:  # an empty shard still writes its run dir
             try:
                 self._write()
             except (OSError, LLMEvalError) as exc:
@@ -101,6 +105,7 @@ class SessionReport:
             or self.baseline_refusal is not None
             or (self.baseline_diff is not None and self.baseline_diff.regressed)
             or self.write_error is not None
+            or self.mlflow_error is not None
         )
 
     def _write(self) -> None:
@@ -136,9 +141,20 @@ class SessionReport:
                 "git": git_state(settings.rootdir),
                 "environment": redact.value(filtered_environment()),
                 "attempt": self.state.attempt,
+                "shard": list(settings.shard) if settings.shard else None,
                 "artifacts": written,
             },
         )
+        if settings.mlflow:
+            try:
+                self.mlflow_run_id = log_run(
+                    self.run_dir,
+                    settings.mlflow,
+                    settings.mlflow_experiment,
+                    secrets=self.state.secrets,
+                )
+            except MlflowLogError as exc:  # the run dir is complete; report and fail
+                self.mlflow_error = str(exc)
 
     def _judge(self, results: list[CaseResult]) -> None:
         """Gates and the baseline diff, into the report; bless the run when asked."""
@@ -210,3 +226,10 @@ class SessionReport:
             terminalreporter.write_line(f"llmeval: {self.write_error}", red=True)
         elif self.run_dir is not None:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
+        if self.mlflow_error is not None:
+            terminalreporter.write_line(f"llmeval: {self.mlflow_error}", red=True)
+        elif self.mlflow_run_id is not None:
+            experiment = self.state.settings.mlflow_experiment
+            terminalreporter.write_line(
+                f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
+            )

@@ -20,6 +20,11 @@ Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the nu
 after the first attempt started. With ``deterministic=True`` nothing is retried: the first
 retryable fault is raised at once (a retried call to a hosted model may not answer the same).
 
+Every attempt goes through the ``limiter`` (:mod:`pytest_llmeval.limits`: the session's
+``--llmeval-max-connections`` and ``--llmeval-rate-limit``, none by default), which hears each
+answer's status, so a 429 slows down the whole session; waiting for it is not part of the
+attempt's ``timeout_s`` or its measured time.
+
 Error messages name the URL without its user-info and query string and never contain a header
 value, a URL credential or any other string given in ``secrets``: server bodies quoted in them
 are redacted before they are cut short.
@@ -43,6 +48,7 @@ import httpx
 
 from pytest_llmeval import __version__
 from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
+from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.report.redact import public_url
 
 __all__ = ["JsonHttp", "check_http_url", "loggable_url", "retry_after", "secrets_of"]
@@ -64,6 +70,7 @@ class JsonHttp:
         deterministic: Raise the first retryable fault instead of retrying it.
         headers: Request headers (``Authorization`` ...); their values count as secrets.
         secrets: More strings to keep out of error messages (an API key, URL credentials).
+        limiter: Every attempt waits for a slot of it (default: no limits).
 
     The client is created on the first request, in the running event loop, and shared by
     concurrent requests. Call :meth:`aclose` in that same loop when done. A request from a
@@ -83,6 +90,7 @@ class JsonHttp:
         deterministic: bool = False,
         headers: dict[str, str] | None = None,
         secrets: Iterable[str] = (),
+        limiter: Limiter | None = None,
     ) -> None:
         if not timeout_s > 0:
             raise ConfigError(f"{label}: timeout_s must be > 0, got {timeout_s}")
@@ -105,6 +113,7 @@ class JsonHttp:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random()
+        self.limiter: Limiter = limiter or NULL_LIMITER
 
     async def post_json(
         self, url: str, body: Any, *, pass_statuses: Collection[int] = ()
@@ -120,9 +129,8 @@ class JsonHttp:
         where = public_url(url)
         for attempt in range(1, attempts + 1):
             wait_hint: float | None = None
-            started = time.perf_counter()
             try:
-                response = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+                response, started = await self._attempt(client, url, body)
             except (asyncio.TimeoutError, httpx.TimeoutException):
                 error = RunnerError(
                     self.say(where, f"no complete answer within {self.timeout_s:g}s"),
@@ -179,6 +187,20 @@ class JsonHttp:
                 raise error
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, url: str, body: Any
+    ) -> tuple[httpx.Response, float]:
+        """One POST in a slot of the limiter; the response and when it was sent."""
+        tokens = estimate_tokens(body) if self.limiter.counts_tokens else 0
+        async with self.limiter.slot(tokens) as slot:
+            started = time.perf_counter()
+            response = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+            status = response.status_code
+            wait = retry_after(response.headers.get("retry-after")) if status == 429 else None
+            used = usage_tokens(response) if tokens and response.is_success else None
+            slot.feedback(status, None if wait is None else min(wait, self.max_backoff_s), used)
+            return response, started
 
     async def aclose(self) -> None:
         """Close the pooled client (idempotent; the next request opens a new one).

@@ -37,6 +37,7 @@ from typing import Any, NoReturn
 import httpx
 
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.limits import Limiter
 from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
 from pytest_llmeval.report.redact import public_url
@@ -57,6 +58,7 @@ class HttpAgentRunner:
         backoff_s: First retry delay; doubles each retry.
         max_backoff_s: Cap on any delay, ``Retry-After`` included.
         headers: Extra request headers (``Authorization`` ...); never shown in errors.
+        limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
 
     One pooled keep-alive ``httpx.AsyncClient`` is created on the first :meth:`send`, in the
     running event loop, and shared by concurrent sends (see
@@ -74,6 +76,7 @@ class HttpAgentRunner:
         backoff_s: float = 0.25,
         max_backoff_s: float = 8.0,
         headers: dict[str, str] | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         check_http_url(url, self.name)
         self.url = url
@@ -86,6 +89,7 @@ class HttpAgentRunner:
             max_backoff_s=max_backoff_s,
             headers=self.headers,
             secrets=secrets_of(url, self.headers),
+            limiter=limiter,
         )
         self.timeout_s = self._http.timeout_s
         self.max_retries = self._http.max_retries

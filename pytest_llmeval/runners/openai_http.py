@@ -57,6 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pytest_llmeval.errors import ConfigError, RunnerError
+from pytest_llmeval.limits import Limiter
 from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.prompt import PromptWrapper
@@ -91,6 +92,7 @@ class OpenAIRunner:
         headers: Extra request headers; their values are kept out of messages like the key.
         loglik_concurrency: ``/completions`` requests in flight for one :meth:`loglikelihood`.
         provider: The provider's name when routing picked one (informational).
+        limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
     """
 
     name = "openai"
@@ -116,6 +118,7 @@ class OpenAIRunner:
         headers: Mapping[str, str] | None = None,
         loglik_concurrency: int = 8,
         provider: str | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         if not model:
             raise ConfigError("openai: a model name is needed (--llmeval-model)")
@@ -154,13 +157,14 @@ class OpenAIRunner:
             deterministic=deterministic,
             headers=request_headers,
             secrets=[*secrets_of(self.base_url, request_headers), *([api_key] if api_key else [])],
+            limiter=limiter,
         )
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
         self._max_tokens_zero_ok = True
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> OpenAIRunner:
+    def from_settings(cls, settings: Settings, limiter: Limiter | None = None) -> OpenAIRunner:
         """The runner ``--llmeval-runner openai`` builds: the model's provider (by name
         prefix, else ``--llmeval-base-url``), its key read from the environment now."""
         if not settings.model:
@@ -183,6 +187,7 @@ class OpenAIRunner:
             timeout_s=settings.timeout,
             max_retry_time_s=settings.timeout,
             provider=route.provider,
+            limiter=limiter,
         )
 
     def fingerprint(self) -> dict[str, Any]:

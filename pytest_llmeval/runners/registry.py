@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.limits import current as session_limiter
 from pytest_llmeval.settings import Settings
 
 RunnerFactory = Callable[[Settings], Any]
@@ -33,13 +34,15 @@ def _http_agent(settings: Settings) -> Any:
     from pytest_llmeval.runners.http_agent import HttpAgentRunner
 
     assert settings.agent_url is not None
-    return HttpAgentRunner(settings.agent_url, timeout_s=settings.timeout)
+    return HttpAgentRunner(
+        settings.agent_url, timeout_s=settings.timeout, limiter=session_limiter()
+    )
 
 
 def _openai(settings: Settings) -> Any:
     from pytest_llmeval.runners.openai_http import OpenAIRunner
 
-    return OpenAIRunner.from_settings(settings)
+    return OpenAIRunner.from_settings(settings, limiter=session_limiter())
 
 
 def _hf(settings: Settings) -> Any:

@@ -26,7 +26,7 @@ class RowReader:
         return RowReader(self.display, self.line, self.obj(field) or {}, self.prefix + field + ".")
 
     def reject_unknown(self, known: Iterable[str]) -> None:
-        allowed = list(known)
+        allowed = known if isinstance(known, tuple) else tuple(known)
         for key in self.row:
             if key not in allowed:
                 raise self.error(key, f"unknown field; expected one of {', '.join(allowed)}")

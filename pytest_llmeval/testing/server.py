@@ -365,6 +365,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False  # ScriptedServer.stop joins with a timeout instead
+    # socketserver's default listen backlog is 5: with 16+ clients connecting at once the
+    # kernel drops connections and clients see ReadError (benchmarks run 64 at once)
+    request_queue_size = 1024
 
     def __init__(self, owner: ScriptedServer, address: tuple[str, int]) -> None:
         self.owner = owner

@@ -1,0 +1,621 @@
+"""Joining the run dirs of a sharded run (``--llmeval-shard I/N``) into one run dir.
+
+``python -m pytest_llmeval merge OUT_DIR RUN_DIR...`` takes the run dir of every shard of one
+run and writes ``OUT_DIR`` as the run dir of the unsharded run would be: the results of every
+shard, sorted by node id, and ``report.json`` / ``summary.md`` / ``report.html`` /
+``events.jsonl`` rebuilt through :class:`~pytest_llmeval.report.run.RunWriter` (timings aside,
+the same files an unsharded run writes). The gates are judged once, on the merged report, and
+the merge exits with the one status the unsharded session would have had.
+
+The merge refuses (:class:`MergeError`, every problem listed) when the shards do not make one
+run:
+
+* a run dir is not a shard (no ``shard`` in its ``manifest.json``), or the shards disagree on
+  ``N``;
+* a shard index of ``0 .. N-1`` is missing or given twice;
+* a case is in more than one run dir, or in the run dir of a shard it does not hash to;
+* their settings differ in anything that decides results (everything but
+  :data:`IGNORED_SETTINGS`, paths compared relative to each run's rootdir);
+* their fingerprints differ: :data:`FINGERPRINT_KEYS` of ``report.json`` (the runner, tool
+  registry, fixtures ...), or the sha256 of a dataset file two shards both hashed.
+
+Where each value comes from:
+
+* results: a run dir's journal when it has one (results with their events and runner
+  fingerprints, as ``summarize`` reads them), else its ``results.jsonl``;
+* fingerprints (``datasets``, ``dataset_sha256``, ``runners``, :data:`FINGERPRINT_KEYS`): the
+  shards' own ``report.json``, so a merge on another machine than the runs still reports what
+  the runs saw;
+* gates: the shards' ``--llmeval-gate`` settings, the gates of the ``*.llmeval.yaml`` manifests
+  whose cases ran (read again when the manifest is there, and taken from the shards' reports in
+  any case), checked against the merged report; the baseline, when the settings name one, is
+  compared again the same way the session does.
+
+``OUT_DIR`` also gets a journal of the merged results, so ``summarize`` and ``--llmeval-resume``
+work on it like on any run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from pytest_llmeval import __version__
+from pytest_llmeval.errors import LLMEvalError
+from pytest_llmeval.journal import Journal, read_results
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report.artifacts import is_run_dir, tag_run_dir, write_json
+from pytest_llmeval.report.baseline import BaselineDiff
+from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.report.gates import Gate, GateResult, evaluate_gates, gates_section, parse_gate
+from pytest_llmeval.report.redact import Redactor, find_leaks, secret_values
+from pytest_llmeval.report.run import RunWriter
+from pytest_llmeval.settings import Settings
+from pytest_llmeval.sharding import in_shard
+from pytest_llmeval.suites.base import SuiteContext, default_suites
+
+IGNORED_SETTINGS = frozenset(
+    {
+        "rootdir",
+        "shard",
+        "run_dir",
+        "output_root",
+        "resume",
+        "update_baseline",
+        "concurrency",
+        "hash_scheduling",
+        "batch_size",
+        "max_connections",
+        "rate_limit",
+        "mlflow",
+        "mlflow_experiment",
+    }
+)
+"""Settings that may differ between shards: where a run writes and logs, how fast it goes.
+Every other setting (runner, model, decoding, fixtures, tool registry, cassettes, gates,
+``exit_on`` ...) must be the same in every shard."""
+
+FINGERPRINT_KEYS = (
+    "report_version",
+    "plugin_version",
+    "runner_fingerprint",
+    "tool_registry_sha256",
+    "fixtures_sha256",
+    "tokenizer_fingerprint",
+    "model_fingerprint",
+    "prompt_wrapper_sha256",
+)
+"""``report.json`` header keys every shard must agree on (when a shard has them)."""
+
+MAX_LISTED = 20
+"""Duplicate or misplaced cases a refusal lists one by one before "... and N more"."""
+
+FAILED_OUTCOMES = ("failed", "error")
+"""Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
+
+
+class MergeError(LLMEvalError):
+    """The run dirs cannot be merged; ``problems`` says every reason."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+# --------------------------------------------------------------------------------------------
+# reading run dirs
+
+
+@dataclass
+class RunDir:
+    """What a merge reads of one run dir."""
+
+    path: Path
+    manifest: dict[str, Any]
+    report: dict[str, Any]
+    results: list[CaseResult]
+    """Sorted by node id."""
+    runners: dict[str, dict[str, Any]]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        value = self.manifest["settings"]
+        assert isinstance(value, dict)
+        return value
+
+    @property
+    def shard(self) -> tuple[int, int] | None:
+        value = self.manifest.get("shard") or self.settings.get("shard")
+        if not value:
+            return None
+        return int(value[0]), int(value[1])
+
+    @property
+    def label(self) -> str:
+        shard = self.shard
+        where = str(self.path)
+        return f"shard {shard[0]}/{shard[1]} ({where})" if shard else where
+
+
+def load_run(path: Path) -> RunDir:
+    """Read ``path``'s manifest, report, results (journal first) and runner fingerprints."""
+    manifest = _read_json(path / "manifest.json")
+    if not isinstance(manifest, dict) or "settings" not in manifest:
+        raise MergeError([f"{path}: no manifest.json with settings; is this a run dir?"])
+    report = _read_json(path / "report.json")
+    if not isinstance(report, dict):
+        raise MergeError(
+            [f"{path}: no report.json (rebuild it: python -m pytest_llmeval summarize {path})"]
+        )
+    runners: dict[str, dict[str, Any]] = dict(report.get("runners") or {})
+    journaled = read_results(path)
+    if journaled:
+        results = [journaled[key][0] for key in sorted(journaled)]
+        for result, runner in journaled.values():
+            if runner and result.runner_fingerprint:
+                runners.setdefault(result.runner_fingerprint, runner)
+    else:
+        try:
+            rows = (path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+            results = sorted(
+                (CaseResult.model_validate_json(row) for row in rows if row.strip()),
+                key=lambda r: r.nodeid,
+            )
+        except FileNotFoundError:
+            results = []
+        except ValueError as exc:
+            raise MergeError([f"{path}/results.jsonl: {exc}"]) from None
+    return RunDir(path, manifest, report, results, runners)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise MergeError([f"{path}: not valid JSON: {exc}"]) from None
+
+
+# --------------------------------------------------------------------------------------------
+# checking that the shards make one run
+
+
+@dataclass
+class ShardCheck:
+    """What is wrong with a set of shard run dirs (nothing, when ``problems`` is empty)."""
+
+    count: int | None = None
+    """N, when the shards agree on it."""
+    missing_shards: list[int] = field(default_factory=list)
+    repeated_shards: list[int] = field(default_factory=list)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
+    """Node id -> the run dirs that hold it, for cases in more than one."""
+    misplaced: list[str] = field(default_factory=list)
+    """Cases in the run dir of a shard they do not hash to."""
+    mismatches: list[str] = field(default_factory=list)
+    """Settings and fingerprints the shards disagree on."""
+    problems: list[str] = field(default_factory=list)
+    """Every problem above (and more), as messages."""
+
+    @property
+    def coverage_ok(self) -> bool:
+        return not (
+            self.missing_shards or self.repeated_shards or self.duplicates or self.misplaced
+        )
+
+
+def check_shards(runs: Sequence[RunDir], count: int | None = None) -> ShardCheck:
+    """Check that ``runs`` are the shards ``0/N .. N-1/N`` of one run, each once.
+
+    ``count`` (N) is taken from the shards unless given.
+    """
+    check = ShardCheck()
+    if not runs:
+        check.problems.append("no run dirs to merge")
+        return check
+    sharded = [run for run in runs if run.shard is not None]
+    for run in runs:
+        if run.shard is None:
+            check.problems.append(
+                f"{run.path}: not a shard run dir (its manifest.json has no shard; "
+                "was it run with --llmeval-shard I/N?)"
+            )
+    counts = sorted({run.shard[1] for run in sharded if run.shard is not None})
+    if count is None and len(counts) == 1:
+        count = counts[0]
+    if count is None or any(c != count for c in counts):
+        if counts:
+            shown = ", ".join(run.label for run in sharded)
+            check.problems.append(f"the shards are not of one split into N: {shown}")
+    else:
+        check.count = count
+        by_index: dict[int, list[RunDir]] = {}
+        for run in sharded:
+            assert run.shard is not None
+            by_index.setdefault(run.shard[0], []).append(run)
+        check.missing_shards = [i for i in range(count) if i not in by_index]
+        check.repeated_shards = sorted(i for i, group in by_index.items() if len(group) > 1)
+        given = ", ".join(f"{i}/{count}" for i in sorted(by_index)) or "none"
+        for index in check.missing_shards:
+            check.problems.append(f"shard {index}/{count} is missing (given: {given})")
+        for index in check.repeated_shards:
+            dirs = ", ".join(str(run.path) for run in by_index[index])
+            check.problems.append(f"shard {index}/{count} is given more than once: {dirs}")
+    holders: dict[str, list[str]] = {}
+    misplaced: list[str] = []
+    for run in runs:
+        for result in run.results:
+            holders.setdefault(result.nodeid, []).append(run.label)
+            shard = run.shard
+            if shard is not None and not in_shard(result.nodeid, *shard):
+                check.misplaced.append(result.nodeid)
+                misplaced.append(
+                    f"case {result.nodeid} is in the run dir of {run.label} "
+                    "but does not hash to that shard"
+                )
+    check.duplicates = {k: v for k, v in sorted(holders.items()) if len(v) > 1}
+    check.problems += _capped(misplaced, "misplaced case(s)")
+    check.problems += _capped(
+        [f"duplicate case {k}: in {' and '.join(v)}" for k, v in check.duplicates.items()],
+        "duplicate case(s)",
+    )
+    check.mismatches = disagreements(runs)
+    check.problems += check.mismatches
+    return check
+
+
+def _capped(lines: list[str], what: str) -> list[str]:
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more {what}"]
+
+
+def disagreements(runs: Sequence[RunDir]) -> list[str]:
+    """Settings and fingerprints on which some run dir differs from the first one."""
+    if len(runs) < 2:
+        return []
+    first = runs[0]
+    out: list[str] = []
+    base_settings = comparable_settings(first)
+    for run in runs[1:]:
+        theirs = comparable_settings(run)
+        for key in sorted(set(base_settings) | set(theirs)):
+            if base_settings.get(key) != theirs.get(key):
+                out.append(
+                    f"setting {key} differs: {_show(base_settings.get(key))} in {first.label}, "
+                    f"{_show(theirs.get(key))} in {run.label}"
+                )
+        out += fingerprint_differences(first, run)
+    return out
+
+
+def comparable_settings(run: RunDir) -> dict[str, Any]:
+    """The settings that decide results; paths under the rootdir are made relative to it."""
+    rootdir = str(run.settings.get("rootdir") or "")
+    return {
+        key: _relative(value, rootdir)
+        for key, value in run.settings.items()
+        if key not in IGNORED_SETTINGS
+    }
+
+
+def _relative(value: Any, rootdir: str) -> Any:
+    if isinstance(value, str) and rootdir:
+        if value == rootdir:
+            return "<rootdir>"
+        if value.startswith(rootdir.rstrip("/") + "/"):
+            return "<rootdir>/" + value[len(rootdir.rstrip("/")) + 1 :]
+    if isinstance(value, list):
+        return [_relative(v, rootdir) for v in value]
+    if isinstance(value, dict):
+        return {k: _relative(v, rootdir) for k, v in value.items()}
+    return value
+
+
+def fingerprint_differences(a: RunDir, b: RunDir) -> list[str]:
+    """The fingerprints of two run dirs' reports that differ.
+
+    The runner is compared when both runs used exactly one (a run with no cases has none);
+    dataset files are compared where both runs hashed them (a shard only hashes the files its
+    cases come from).
+    """
+    out: list[str] = []
+    keys = [k for k in FINGERPRINT_KEYS if k in a.report or k in b.report]
+    for key in keys:
+        if key == "runner_fingerprint" and None in (a.report.get(key), b.report.get(key)):
+            continue  # no cases, or several runners (a conftest may pick one per file)
+        if a.report.get(key) != b.report.get(key):
+            out.append(
+                f"{key} differs: {_show(a.report.get(key))} in {a.label}, "
+                f"{_show(b.report.get(key))} in {b.label}"
+            )
+    theirs = b.report.get("datasets") or {}
+    for name, digest in sorted((a.report.get("datasets") or {}).items()):
+        if name in theirs and theirs[name] != digest:
+            out.append(
+                f"dataset {name} differs: sha256 {_show(digest)} in {a.label}, "
+                f"{_show(theirs[name])} in {b.label}"
+            )
+    return out
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# combining
+
+
+@dataclass
+class Merged:
+    """The merged run: results, report, gate decision and exit status."""
+
+    settings: Settings
+    writer: RunWriter
+    results: list[CaseResult]
+    runners: dict[str, dict[str, Any]]
+    report: dict[str, Any]
+    gate_results: list[GateResult]
+    gate_problems: list[str]
+    baseline_diff: BaselineDiff | None = None
+    baseline_refusal: str | None = None
+    leaks: list[Path] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def cases_failed(self) -> bool:
+        return any(r.outcome in FAILED_OUTCOMES for r in self.results)
+
+    @property
+    def verdict_failed(self) -> bool:
+        """A gate failed or could not be read, the baseline regressed or was refused, a leak."""
+        return (
+            any(not g.passed for g in self.gate_results)
+            or bool(self.gate_problems)
+            or self.baseline_refusal is not None
+            or (self.baseline_diff is not None and self.baseline_diff.regressed)
+            or bool(self.leaks)
+        )
+
+    @property
+    def gates_passed(self) -> bool | None:
+        """Whether every gate passed; None when the run has no gates."""
+        if not self.gate_results and not self.gate_problems:
+            return None
+        return all(g.passed for g in self.gate_results) and not self.gate_problems
+
+    @property
+    def exit_code(self) -> int:
+        """0 or 1, as the unsharded session would exit (``--llmeval-exit-on`` included)."""
+        current = pytest.ExitCode.TESTS_FAILED if self.cases_failed else pytest.ExitCode.OK
+        status = verdict.exit_status(current, self.settings.exit_on, self.verdict_failed)
+        return int(status)
+
+    def gate_decision(self) -> str:
+        passed = self.gates_passed
+        if passed is None:
+            return "gates: none"
+        count = len(self.gate_results)
+        failed = sum(not g.passed for g in self.gate_results) + len(self.gate_problems)
+        return "gates: passed" if passed else f"gates: FAILED ({failed} of {count} gate(s))"
+
+
+def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
+    """The merged run of ``runs``, in memory (nothing is written).
+
+    A case in several run dirs is taken from the first; :func:`check_shards` is where that is
+    refused.
+    """
+    if not runs:
+        raise MergeError(["no run dirs to merge"])
+    ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
+    settings_json = {**ordered[0].settings, "shard": None, "run_dir": str(out_dir.resolve())}
+    try:
+        settings = Settings.model_validate(settings_json)
+    except ValidationError as exc:
+        raise MergeError([f"{ordered[0].path}: settings this plugin cannot read: {exc}"]) from None
+    by_node: dict[str, CaseResult] = {}
+    runners: dict[str, dict[str, Any]] = {}
+    for run in ordered:
+        for result in run.results:
+            by_node.setdefault(result.nodeid, result)
+        for key, value in run.runners.items():
+            runners.setdefault(key, value)
+    results = [by_node[key] for key in sorted(by_node)]
+    used = {r.runner_fingerprint for r in results if r.runner_fingerprint}
+    runners = {k: v for k, v in runners.items() if k in used or not used}
+    secrets = secret_values(settings.secret_env)
+    writer = RunWriter(
+        out_dir,
+        out_dir.name,
+        SuiteContext.from_settings(settings),
+        default_suites(),
+        Redactor(settings.redact_pattern, secrets),
+    )
+    report = writer.build(results, runners)
+    _shard_fingerprints(report, ordered)
+    gates, problems = _gates(settings, results, ordered)
+    gate_results = evaluate_gates(gates, report)
+    if gates:
+        report["gates"] = gates_section(gate_results)
+    merged = Merged(settings, writer, results, runners, report, gate_results, problems)
+    merged.baseline_diff, merged.baseline_refusal = verdict.compare_with_baseline(
+        settings, report, results
+    )
+    if merged.baseline_diff is not None:
+        report["baseline"] = merged.baseline_diff.model_dump(mode="json")
+    return merged
+
+
+def _shard_fingerprints(report: dict[str, Any], runs: Sequence[RunDir]) -> None:
+    """Take the dataset hashes and header fingerprints the shards recorded (they agree)."""
+    datasets: dict[str, str] = {}
+    for run in runs:
+        for name, digest in (run.report.get("datasets") or {}).items():
+            datasets.setdefault(name, digest)
+    names = {r.file for r in _results(runs)}
+    datasets = {k: v for k, v in datasets.items() if k in names}
+    if datasets or not report.get("datasets"):
+        report["datasets"] = dict(sorted(datasets.items()))
+        report["dataset_sha256"] = fingerprint(sorted(datasets.items()))
+    for key in FINGERPRINT_KEYS:
+        if key in ("report_version", "plugin_version", "runner_fingerprint"):
+            continue  # the merged report is made by this plugin from the merged runners
+        values = [run.report[key] for run in runs if key in run.report]
+        if values:
+            report[key] = values[0]
+
+
+def _results(runs: Sequence[RunDir]) -> list[CaseResult]:
+    return [result for run in runs for result in run.results]
+
+
+def _gates(
+    settings: Settings, results: Sequence[CaseResult], runs: Sequence[RunDir]
+) -> tuple[list[Gate], list[str]]:
+    gates: list[Gate] = []
+    problems: list[str] = []
+    for text in settings.gate:
+        try:
+            gates.append(parse_gate(text, "cli"))
+        except ValueError as exc:
+            problems.append(f"--llmeval-gate: {exc}")
+    here = [r for r in results if (settings.rootdir / r.nodeid.split("::", 1)[0]).is_file()]
+    found, bad = verdict.manifest_gates(here, settings.rootdir)
+    gates += found
+    problems += bad
+    for run in runs:
+        for entry in (run.report.get("gates") or {}).get("results") or []:
+            gate = Gate.model_validate(entry["gate"])
+            if gate.source != "cli":  # cli gates come from the settings (the shards agree)
+                gates.append(gate)
+    return gates, problems
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def write_merged(merged: Merged, runs: Sequence[RunDir], invocation: Sequence[str]) -> list[str]:
+    """Write the merged run dir: reports, a journal of the results, the manifest."""
+    writer = merged.writer
+    out_dir = writer.run_dir
+    _prepare_out_dir(out_dir, runs)
+    tag_run_dir(out_dir)
+    journal = Journal(out_dir, 1, "merge")
+    try:
+        for result in merged.results:
+            row = writer.redactor.value(result.model_dump(mode="json"))
+            journal.append(row, merged.runners.get(result.runner_fingerprint))
+    finally:
+        journal.close()
+    written = writer.write(merged.results, merged.report, writer.suite_artifacts(merged.results))
+    ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
+    first = ordered[0].manifest
+    started = sorted(str(r.manifest.get("started")) for r in ordered if r.manifest.get("started"))
+    finished = sorted(
+        str(r.manifest.get("finished")) for r in ordered if r.manifest.get("finished")
+    )
+    write_json(
+        out_dir / "manifest.json",
+        {
+            "run_id": writer.run_id,
+            "plugin_version": __version__,
+            "python": sys.version.split()[0],
+            "pytest": pytest.__version__,
+            "started": started[0] if started else None,
+            "finished": finished[-1] if finished else None,
+            "duration_s": round(sum(float(r.manifest.get("duration_s") or 0) for r in runs), 3),
+            "settings": writer.redactor.value(merged.settings.public_dict()),
+            "invocation": writer.redactor.value(list(invocation)),
+            "git": first.get("git"),
+            "environment": first.get("environment"),
+            "attempt": 1,
+            "shard": None,
+            "merged_from": [
+                {
+                    "run_dir": str(run.path),
+                    "run_id": run.manifest.get("run_id"),
+                    "shard": list(run.shard) if run.shard else None,
+                    "cases": len(run.results),
+                    "duration_s": run.manifest.get("duration_s"),
+                }
+                for run in ordered
+            ],
+            "artifacts": written,
+        },
+    )
+    merged.written = written
+    merged.leaks = find_leaks([out_dir], writer.redactor.secrets)
+    return written
+
+
+def _prepare_out_dir(out_dir: Path, runs: Sequence[RunDir]) -> None:
+    """``out_dir`` must be new, empty, or an earlier merge's output (which is replaced)."""
+    resolved = out_dir.resolve()
+    for run in runs:
+        if run.path.resolve() == resolved:
+            raise MergeError([f"{out_dir}: is one of the run dirs being merged"])
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise MergeError([f"{out_dir}: exists and is not a folder"])
+    if not any(out_dir.iterdir()):
+        return
+    manifest = _read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
+    if isinstance(manifest, dict) and "merged_from" in manifest:
+        shutil.rmtree(out_dir)
+        return
+    raise MergeError([f"{out_dir}: exists and is not empty (and not an earlier merge's output)"])
+
+
+# --------------------------------------------------------------------------------------------
+# the command
+
+
+def merge(out_dir: Path, run_dirs: Sequence[Path], invocation: Sequence[str] = ()) -> Merged:
+    """Check, combine and write; raises :class:`MergeError` listing every problem."""
+    if not run_dirs:
+        raise MergeError(["no run dirs to merge"])
+    runs: list[RunDir] = []
+    problems: list[str] = []
+    for path in run_dirs:
+        try:
+            runs.append(load_run(path))
+        except MergeError as exc:
+            problems += exc.problems
+    if problems:
+        raise MergeError(problems)
+    check = check_shards(runs)
+    if check.problems:
+        raise MergeError(check.problems)
+    merged = combine(runs, out_dir)
+    write_merged(merged, runs, invocation or ["merge", str(out_dir), *map(str, run_dirs)])
+    return merged
+
+
+def merge_lines(merged: Merged, shards: int) -> list[str]:
+    """What the command prints: the summary, each gate, the decision and the exit status."""
+    lines = console.summary_lines(merged.report)
+    lines += console.verdict_lines(
+        merged.gate_results, merged.gate_problems, merged.baseline_diff, merged.baseline_refusal
+    )
+    lines += [f"leak check: a configured secret's value is in {path}" for path in merged.leaks]
+    out = merged.writer.run_dir
+    lines.append(
+        f"llmeval merge: {shards} shard(s), {len(merged.results)} case(s) -> {out}; "
+        f"{merged.gate_decision()}; exit {merged.exit_code}"
+    )
+    return lines

@@ -120,3 +120,13 @@ def test_unknown_runner_names_the_known_ones(scripted: pytest.Pytester) -> None:
     write_json(scripted, "qa.golden.json", GOLDEN[:1])
     result = scripted.runpytest("--llmeval-runner", "gpt-9", "-q")
     result.stdout.fnmatch_lines(["*unknown runner 'gpt-9'*known runners:*echo*http-agent*"])
+
+
+def test_readme_documents_every_option() -> None:
+    from pathlib import Path
+
+    from pytest_llmeval.settings import OPTIONS
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    missing = [spec.flag for spec in OPTIONS if f"`{spec.flag}" not in readme]
+    assert missing == []

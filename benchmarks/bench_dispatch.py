@@ -138,9 +138,7 @@ def report(
             f"{(t['llmeval'] - t['empty']) / ideal:.2f}x (session start-up excluded)"
         )
     if baseline is not None:
-        lines.append(
-            f"  this checkout / --baseline: {ratio(t['llmeval'], t['llmeval@baseline'])}"
-        )
+        lines.append(f"  this checkout / --baseline: {ratio(t['llmeval'], t['llmeval@baseline'])}")
     return lines
 
 

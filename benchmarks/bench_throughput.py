@@ -1,9 +1,10 @@
 """Throughput and per-case overhead of pytest-llmeval against the loopback OpenAI server.
 
     python benchmarks/bench_throughput.py                 # every section, N=2000, best of 3
-    python benchmarks/bench_throughput.py --quick         # CI-size: small N, best of 2
-    python benchmarks/bench_throughput.py --only overhead # one section
+    python benchmarks/bench_throughput.py --quick         # CI-size: N=400, best of 2
+    python benchmarks/bench_throughput.py --only overhead # one section (comma list)
     python benchmarks/bench_throughput.py --inspect-venv /tmp/inspect-venv   # + inspect_ai
+    python benchmarks/bench_throughput.py --baseline /tmp/base   # + another copy of the plugin
 
 Every variant is a fresh subprocess making the same N chat requests to the same
 :class:`~pytest_llmeval.testing.openai_server.OpenAIServer`, which runs in a process of its
@@ -16,15 +17,17 @@ best of R, and only ratios of one invocation are reported (see ``_harness.py``):
   the same cases (exact match on the echo), run dir and journal included;
 * ``plain``: one parametrized pytest test per case posting with a session ``httpx.Client``
   (what a user would write without the plugin; serial);
-* ``empty``: a pytest session with one trivial test (pytest's fixed cost);
+* ``empty``: a pytest session with one trivial test (pytest's fixed cost); ``empty+plugin``
+  the same with pytest-llmeval loaded (its import and configure cost);
 * ``inspect``: inspect_ai's ``generate()`` + ``exact()`` on the same cases through its generic
   OpenAI-compatible provider with ``--max-connections C``, when ``--inspect-venv`` names a
   virtual environment that has it (never installed into this project).
 
 Sections: ``throughput`` (L = 200 ms: wall over N·L/C and over ``bare``), ``overhead``
-(L = 0: per case above ``empty``, whole run over ``plain``), ``xdist`` (``-n 2`` with C/2 per
-worker against ``-n 0`` with C, at 0 and 200 ms; report.json must be identical) and ``shard``
-(two ``--llmeval-shard`` halves merged against one unsharded run, when both exist).
+(L = 0: per case above ``empty``, whole run over ``plain``; also at C=1, the same one request
+at a time as ``plain``), ``xdist`` (``-n 2`` with C/2 per worker against ``-n 0`` with C, at
+0 and 200 ms; report.json must be identical) and ``shard`` (``--llmeval-shard 0/2`` and
+``1/2`` then ``python -m pytest_llmeval merge``, against one unsharded run).
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from _harness import (
     MODEL,
     PYTHON,
     Best,
     Sample,
+    baseline_env,
     best_of,
     clean_env,
     openai_server,
@@ -115,40 +120,70 @@ def bench():
     return Task(dataset=samples, solver=generate(), scorer=exact())
 """
 
+EMPTY = "def test_nothing():\n    pass\n"
+
 
 class Bench:
     """The variants' folders and commands for N cases against one server URL."""
 
-    def __init__(self, root: Path, n: int, url: str, inspect_venv: Path | None):
+    def __init__(
+        self,
+        root: Path,
+        n: int,
+        url: str,
+        inspect_venv: Path | None = None,
+        baseline: Path | None = None,
+    ):
         self.root, self.n, self.url, self.inspect_venv = root, n, url, inspect_venv
         self.runs = itertools.count()
+        self.last_run_dir: dict[str, Path] = {}
         cases = root / "cases.jsonl"
         write_cases(cases, n)
         text = cases.read_text(encoding="utf-8")
         self.llmeval_dir = write_files(root / "llmeval", {"cases.eval.jsonl": text})
         self.plain_dir = write_files(root / "plain", {"cases.jsonl": text, "test_plain.py": PLAIN})
-        self.empty_dir = write_files(root / "empty", {"test_empty.py": "def test_nothing():\n    pass\n"})  # fmt: skip
+        self.empty_dir = write_files(root / "empty", {"test_empty.py": EMPTY})
         self.bare_dir = write_files(root / "bare", {"cases.jsonl": text, "bare.py": BARE})
-        self.inspect_dir = write_files(root / "inspect", {"cases.jsonl": text, "task.py": INSPECT_TASK})  # fmt: skip
+        self.inspect_dir = write_files(
+            root / "inspect", {"cases.jsonl": text, "task.py": INSPECT_TASK}
+        )
         self.env = clean_env(BENCH_BASE_URL=url)
+        self.base_env = baseline_env(self.env, baseline) if baseline else None
 
-    def run_dir(self) -> Path:
-        return self.root / "runs" / f"run{next(self.runs):03d}"
+    def run_dir(self, label: str = "run") -> Path:
+        path = self.root / "runs" / f"{label}{next(self.runs):03d}"
+        self.last_run_dir[label] = path
+        return path
 
     def bare(self, concurrency: int) -> Callable[[], Sample]:
         command = [PYTHON, "bare.py", self.url, "cases.jsonl", str(concurrency)]
         return lambda: run(command, self.bare_dir, self.env)
 
-    def llmeval(self, concurrency: int, *extra: str) -> Callable[[], Sample]:
+    def llmeval_command(self, concurrency: int, run_dir: Path, *extra: str) -> list[str]:
+        return pytest_command(
+            "--llmeval-runner", "openai", "--llmeval-model", MODEL,
+            "--llmeval-base-url", self.url, "--llmeval-concurrency", str(concurrency),
+            "--llmeval-run-dir", str(run_dir), *extra,
+        )  # fmt: skip
+
+    def llmeval(
+        self, concurrency: int, *extra: str, label: str = "run", baseline: bool = False
+    ) -> Callable[[], Sample]:
+        env = self.base_env if baseline and self.base_env else self.env
+
         def go() -> Sample:
-            command = pytest_command(
-                "--llmeval-runner", "openai", "--llmeval-model", MODEL,
-                "--llmeval-base-url", self.url, "--llmeval-concurrency", str(concurrency),
-                "--llmeval-run-dir", str(self.run_dir()), *extra,
-            )  # fmt: skip
-            return run(command, self.llmeval_dir, self.env)
+            command = self.llmeval_command(concurrency, self.run_dir(label), *extra)
+            return run(command, self.llmeval_dir, env)
 
         return go
+
+    def with_baseline(
+        self, variants: dict[str, Callable[[], Sample]], concurrency: int
+    ) -> dict[str, Callable[[], Sample]]:
+        """``variants`` plus ``llmeval@baseline`` when ``--baseline`` was given."""
+        if self.base_env is not None:
+            variants["llmeval@baseline"] = self.llmeval(concurrency, baseline=True)
+        return variants
 
     def plain(self) -> Callable[[], Sample]:
         command = pytest_command("-p", "no:llmeval")
@@ -168,10 +203,31 @@ class Bench:
             command = [
                 str(binary), "eval", "task.py", "--model", f"openai-api/bench/{MODEL}",
                 "--max-connections", str(concurrency), "--max-samples", str(concurrency),
-                "--log-dir", str(self.run_dir()), "--display", "none",
+                "--log-dir", str(self.run_dir("inspect")), "--display", "none",
                 "--max-retries", "2", "--temperature", "0",
             ]  # fmt: skip
             return run(command, self.inspect_dir, env)
+
+        return go
+
+    def sharded(self, concurrency: int, shards: int, parts: list[float]) -> Callable[[], Sample]:
+        """Every shard one after the other, then ``merge``; appends the critical path (the
+        slowest shard plus the merge, as on ``shards`` machines) to ``parts``."""
+
+        def go() -> Sample:
+            walls, rss, dirs = [], [], []
+            for index in range(shards):
+                dirs.append(self.run_dir(f"shard{index}-"))
+                extra = ("--llmeval-shard", f"{index}/{shards}")
+                command = self.llmeval_command(concurrency, dirs[-1], *extra)
+                done = run(command, self.llmeval_dir, self.env)
+                walls.append(done.wall_s)
+                rss.append(done.maxrss_mb)
+            merged = self.run_dir("merged")
+            command = [PYTHON, "-m", "pytest_llmeval", "merge", str(merged), *map(str, dirs)]
+            done = run(command, self.llmeval_dir, self.env)
+            parts.append(max(walls) + done.wall_s)
+            return Sample(sum(walls) + done.wall_s, max([*rss, done.maxrss_mb]), done.output)
 
         return go
 
@@ -191,94 +247,124 @@ def _table(best: dict[str, Best], reference: str) -> None:
     )
 
 
-def throughput(tmp: Path, n: int, concurrency: int, repeats: int, inspect: Path | None) -> None:
+def _versus_baseline(best: dict[str, Best]) -> None:
+    if "llmeval@baseline" in best:
+        mine, base = best["llmeval"].wall_s, best["llmeval@baseline"].wall_s
+        print(f"- this checkout / --baseline: {ratio(mine, base)}")
+
+
+def _target(label: str, value: float, target: float, at_most: bool = True) -> str:
+    met = value <= target if at_most else value >= target
+    sign = "<=" if at_most else ">="
+    return f"- {label}: {value:.2f}x (target {sign} {target:.2f}x: {'met' if met else 'MISSED'})"
+
+
+def throughput(
+    tmp: Path,
+    n: int,
+    concurrency: int,
+    repeats: int,
+    inspect: Path | None,
+    baseline: Path | None = None,
+) -> None:
     latency = 0.2
     ideal = n * latency / concurrency
-    print(f"\n## throughput: N={n}, L={latency * 1000:.0f} ms, C={concurrency} (best of {repeats})")
+    print(f"\n## throughput: N={n}, L=200 ms, C={concurrency} (best of {repeats})")
     with openai_server(latency) as url:
-        bench = Bench(tmp / "throughput", n, url, inspect)
+        bench = Bench(tmp / "throughput", n, url, inspect, baseline)
         variants = {"bare": bench.bare(concurrency), "llmeval": bench.llmeval(concurrency)}
         inspect_run = bench.inspect(concurrency)
         if inspect_run is not None:
             variants["inspect"] = inspect_run
-        best = best_of(variants, repeats)
+        best = best_of(bench.with_baseline(variants, concurrency), repeats)
     _table(best, "bare")
     llm, bare = best["llmeval"].wall_s, best["bare"].wall_s
     print(f"\nideal N*L/C = {ideal:.2f}s")
     print(f"- llmeval / ideal: {ratio(llm, ideal)}; bare / ideal: {ratio(bare, ideal)}")
-    print(f"- llmeval / bare client: {ratio(llm, bare)} (target <= 1.30x: {verdict(llm / bare, 1.3)})")  # fmt: skip
+    print(_target("llmeval / bare client", llm / bare, 1.3))
     if "inspect" in best:
-        ins = best["inspect"].wall_s
-        print(f"- inspect_ai / llmeval: {ratio(ins, llm)} (target >= 2.00x: {verdict(2.0, ins / llm)})")  # fmt: skip
+        print(_target("inspect_ai / llmeval", best["inspect"].wall_s / llm, 2.0, at_most=False))
     else:
         print("- inspect_ai: skipped (pass --inspect-venv DIR of a venv with inspect-ai)")
+    _versus_baseline(best)
 
 
-def overhead(tmp: Path, n: int, concurrency: int, repeats: int) -> None:
+def overhead(
+    tmp: Path, n: int, concurrency: int, repeats: int, baseline: Path | None = None
+) -> None:
     print(f"\n## overhead: N={n}, L=0 ms, C={concurrency} (best of {repeats})")
     with openai_server(0.0) as url:
-        bench = Bench(tmp / "overhead", n, url, None)
-        best = best_of(
-            {
-                "empty": bench.empty(),
-                "empty+plugin": bench.empty(with_plugin=True),
-                "bare": bench.bare(concurrency),
-                "plain": bench.plain(),
-                "llmeval": bench.llmeval(concurrency),
-            },
-            repeats,
-        )
+        bench = Bench(tmp / "overhead", n, url, None, baseline)
+        variants = {
+            "empty": bench.empty(),
+            "empty+plugin": bench.empty(with_plugin=True),
+            "bare": bench.bare(concurrency),
+            "plain": bench.plain(),
+            "llmeval": bench.llmeval(concurrency),
+            "llmeval C=1": bench.llmeval(1),
+        }
+        best = best_of(bench.with_baseline(variants, concurrency), repeats)
     _table(best, "plain")
     t = {name: b.wall_s for name, b in best.items()}
-    per_case = (t["llmeval"] - t["empty"]) / n * 1000
-    print(f"\n- llmeval per case above an empty session: {per_case:.3f} ms (target <= 1 ms: {verdict(per_case, 1.0)})")  # fmt: skip
-    print(f"  (above an empty session with the plugin loaded: {(t['llmeval'] - t['empty+plugin']) / n * 1000:.3f} ms;"  # fmt: skip
-          f" plain pytest: {(t['plain'] - t['empty']) / n * 1000:.3f} ms per case)")  # fmt: skip
-    print(f"- llmeval / plain pytest serial: {ratio(t['llmeval'], t['plain'])} (target <= 1.50x: {verdict(t['llmeval'] / t['plain'], 1.5)})")  # fmt: skip
+
+    def per_case(name: str, above: str = "empty") -> float:
+        return (t[name] - t[above]) / n * 1000
+
+    print()
+    print(
+        f"- llmeval per case above an empty session: {per_case('llmeval'):.3f} ms "
+        f"(target <= 1 ms: {verdict(per_case('llmeval'), 1.0)}); at C=1: "
+        f"{per_case('llmeval C=1'):.3f} ms; plain pytest: {per_case('plain'):.3f} ms"
+    )
+    print(
+        f"  above an empty session with the plugin loaded: "
+        f"{per_case('llmeval', 'empty+plugin'):.3f} ms; above plain pytest: "
+        f"{per_case('llmeval', 'plain'):.3f} ms (C=1: {per_case('llmeval C=1', 'plain'):.3f} ms)"
+    )
+    print(_target("llmeval / plain pytest serial", t["llmeval"] / t["plain"], 1.5))
+    print(_target("llmeval C=1 / plain pytest serial", t["llmeval C=1"] / t["plain"], 1.5))
     print(f"- llmeval / bare client: {ratio(t['llmeval'], t['bare'])}")
+    _versus_baseline(best)
 
 
-def _report(run_dir: Path) -> dict[str, object]:
-    return json.loads((run_dir / "report.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+def _report(run_dir: Path) -> Any:
+    return json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+
+
+def _same_report(a: Path, b: Path) -> str:
+    left, right = _report(a), _report(b)
+    if left == right:
+        return "yes"
+    keys = sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k))
+    return f"NO (differs in {', '.join(keys)})"
 
 
 def xdist(tmp: Path, n: int, concurrency: int, repeats: int) -> None:
     half = max(1, concurrency // 2)
     for latency in (0.0, 0.2):
-        label = f"N={n}, L={latency * 1000:.0f} ms"
-        print(f"\n## xdist: {label}: -n 2 at C={half} per worker vs -n 0 at C={concurrency} (best of {repeats})")  # fmt: skip
+        ms = f"{latency * 1000:.0f}"
+        print(
+            f"\n## xdist: N={n}, L={ms} ms: -n 2 at C={half} per worker vs -n 0 at "
+            f"C={concurrency} (best of {repeats})"
+        )
         with openai_server(latency) as url:
-            bench = Bench(tmp / f"xdist{latency * 1000:.0f}", n, url, None)
-            dirs: dict[str, Path] = {}
-
-            def variant(name: str, conc: int, *extra: str) -> Callable[[], Sample]:
-                def go() -> Sample:
-                    dirs[name] = bench.root / "runs" / f"{name}{next(bench.runs):03d}"
-                    command = pytest_command(
-                        "--llmeval-runner", "openai", "--llmeval-model", MODEL,
-                        "--llmeval-base-url", url, "--llmeval-concurrency", str(conc),
-                        "--llmeval-run-dir", str(dirs[name]), *extra,
-                    )  # fmt: skip
-                    return run(command, bench.llmeval_dir, bench.env)
-
-                return go
-
+            bench = Bench(tmp / f"xdist{ms}", n, url)
             best = best_of(
                 {
-                    "-n 0": variant("n0", concurrency, "-p", "no:xdist"),
-                    "-n 2": variant("n2", half, "-n", "2"),
+                    "-n 0": bench.llmeval(concurrency, "-p", "no:xdist", label="n0-"),
+                    "-n 2": bench.llmeval(half, "-n", "2", label="n2-"),
                 },
                 repeats,
             )
         _table(best, "-n 0")
-        same = _report(dirs["n0"]) == _report(dirs["n2"])
-        print(f"\n- -n 2 / -n 0: {ratio(best['-n 2'].wall_s, best['-n 0'].wall_s)}; "
-              f"report.json identical: {'yes' if same else 'NO'}")  # fmt: skip
+        same = _same_report(bench.last_run_dir["n0-"], bench.last_run_dir["n2-"])
+        print(f"\n- -n 2 / -n 0: {ratio(best['-n 2'].wall_s, best['-n 0'].wall_s)}")
+        print(f"- report.json identical: {same}")
 
 
 def _has_sharding(cwd: Path) -> bool:
     help_text = subprocess.run(
-        [*pytest_command("--help")], cwd=cwd, capture_output=True, text=True
+        pytest_command("--help"), cwd=cwd, capture_output=True, text=True
     ).stdout
     merge = subprocess.run(
         [PYTHON, "-m", "pytest_llmeval", "merge", "--help"], cwd=cwd, capture_output=True
@@ -287,40 +373,58 @@ def _has_sharding(cwd: Path) -> bool:
 
 
 def shard(tmp: Path, n: int, concurrency: int, repeats: int) -> None:
-    print(f"\n## shard: N={n}, L=0 ms: 2 shards merged vs unsharded")
+    print(f"\n## shard: N={n}, L=0 ms, C={concurrency}: 2 shards + merge vs unsharded")
     if not _has_sharding(tmp):
-        print("- TODO: `--llmeval-shard` and `python -m pytest_llmeval merge` do not exist yet")
+        print("- skipped: `--llmeval-shard` / `python -m pytest_llmeval merge` do not exist")
         return
-    # The exact flags of the sharding work are checked when it lands; see RESULTS.md.
-    print("- TODO: sharding exists now; wire this section to its final command line")
+    with openai_server(0.0) as url:
+        bench = Bench(tmp / "shard", n, url)
+        critical: list[float] = []
+        best = best_of(
+            {
+                "unsharded": bench.llmeval(concurrency, label="whole-"),
+                "2 shards + merge": bench.sharded(concurrency, 2, critical),
+            },
+            repeats,
+        )
+    _table(best, "unsharded")
+    whole = best["unsharded"].wall_s
+    same = _same_report(bench.last_run_dir["whole-"], bench.last_run_dir["merged"])
+    print(f"\n- shards one after the other + merge / unsharded: "
+          f"{ratio(best['2 shards + merge'].wall_s, whole)}")  # fmt: skip
+    print(f"- slowest shard + merge (2 machines) / unsharded: {ratio(min(critical), whole)}")
+    print(f"- merged report.json identical to the unsharded one: {same}")
 
 
-SECTIONS = {"throughput", "overhead", "xdist", "shard"}
+SECTIONS = ("throughput", "overhead", "xdist", "shard")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="CI size: small N, best of 2")
-    parser.add_argument("--smoke", action="store_true", help="tiny N, once (a test's check)")
-    parser.add_argument("--only", default=",".join(sorted(SECTIONS)), help="comma list")
+    parser.add_argument("--quick", action="store_true", help="CI size: N=400, best of 2")
+    parser.add_argument("--smoke", action="store_true", help="N=16, once (a test's check)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma list of sections")
     parser.add_argument("--inspect-venv", type=Path, help="a venv with inspect-ai installed")
     parser.add_argument("-n", "--cases", type=int, help="override N")
     parser.add_argument("--repeats", type=int, help="override R")
+    parser.add_argument(
+        "--baseline", type=Path, help="also run the pytest_llmeval package found in this folder"
+    )
     options = parser.parse_args()
-    n, repeats = (2000, 3) if not options.quick else (400, 2)
+    n, repeats = (400, 2) if options.quick else (2000, 3)
     if options.smoke:
         n, repeats = 16, 1
     n, repeats = options.cases or n, options.repeats or repeats
     concurrency = 64
     only = {s.strip() for s in options.only.split(",") if s.strip()}
-    if only - SECTIONS:
-        parser.error(f"unknown sections {sorted(only - SECTIONS)}; known: {sorted(SECTIONS)}")
+    if only - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(only - set(SECTIONS))}; known: {SECTIONS}")
     with tempfile.TemporaryDirectory(prefix="llmeval-bench-") as tmp:
         root = Path(tmp)
         if "throughput" in only:
-            throughput(root, n, concurrency, repeats, options.inspect_venv)
+            throughput(root, n, concurrency, repeats, options.inspect_venv, options.baseline)
         if "overhead" in only:
-            overhead(root, n, concurrency, repeats)
+            overhead(root, n, concurrency, repeats, options.baseline)
         if "xdist" in only:
             xdist(root, n, concurrency, repeats)
         if "shard" in only:

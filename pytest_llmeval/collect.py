@@ -7,9 +7,7 @@ the field and what was expected.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,8 +61,7 @@ class EvalFile(pytest.File):
             return
         self.suite_name, self.data_display = suite.name, source.display
         items: dict[str, EvalItem] = {}
-        with _gc_paused():
-            self._build(suite, source, items)
+        self._build(suite, source, items)
         for name in sorted(items):
             yield items[name]
 
@@ -196,24 +193,6 @@ class _EmptySuite:
 
 
 EMPTY_SUITE: Suite = _EmptySuite()
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a file's items are built.
-
-    Building items allocates many long-lived objects and next to no garbage, which is the worst
-    case for the collector: each full collection walks every object alive, and the heap grows
-    by a quarter between them, so a 100,000-case file paid for about five walks of the whole
-    heap. Collection resumes (and catches up once) when the file is done.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @functools.cache

@@ -164,10 +164,11 @@ def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestRepo
         return
     agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
     fp = agent_fingerprint(agent) if agent is not None else None
-    if fp is not None:
-        result = result.model_copy(update={"runner_fingerprint": runner_id(fp)})
+    data = result.model_dump(mode="json")
+    if fp is not None:  # set on the dump: what model_copy(update=...) then dump would give
+        data["runner_fingerprint"] = runner_id(fp)
         report.llmeval_runner = fp  # type: ignore[attr-defined]
-    report.llmeval = result.model_dump(mode="json")  # type: ignore[attr-defined]
+    report.llmeval = data  # type: ignore[attr-defined]
     state.journal.append(state.redactor.value(report.llmeval), fp)
     # junit writes the properties of the teardown report, which copies the item's
     item.user_properties.append(("llmeval.outcome", result.outcome))

@@ -63,6 +63,10 @@ def write_json(path: Path, value: Any) -> None:
     write_text(path, dumps(value))
 
 
+_LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+# json.dumps(row, sort_keys=True, ensure_ascii=False) without a new encoder for every row
+
+
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    lines = (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+    lines = (_LINE.encode(row) + "\n" for row in rows)
     write_text(path, "".join(lines))

@@ -76,12 +76,15 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {
-                key: MASK
-                if isinstance(item, str) and isinstance(key, str) and _sensitive(key)
-                else self.value(item)
-                for key, item in value.items()
-            }
+            out: dict[Any, Any] = {}
+            for key, item in value.items():
+                if isinstance(item, str):
+                    out[key] = MASK if isinstance(key, str) and _sensitive(key) else self.text(item)
+                elif item is None or isinstance(item, (int, float)):
+                    out[key] = item  # what value() returns for them, without the call
+                else:
+                    out[key] = self.value(item)
+            return out
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value

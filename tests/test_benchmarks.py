@@ -1,0 +1,86 @@
+"""Smoke checks of ``benchmarks/``: each script imports, and its smallest run works.
+
+The ``--smoke`` configurations run a handful of cases once, in a subprocess, and only check
+that every variant ran and that the ratios were printed; the figures themselves are noise at
+that size. Together they take about 6 s. The ``overhead``, ``xdist`` and ``shard`` sections
+of ``bench_throughput.py`` are not run here (about 12 s more, as they start a dozen
+sessions); ``python benchmarks/bench_throughput.py --smoke`` runs them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _import(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _smoke(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    "name", ["_harness", "bench_collection", "bench_dispatch", "bench_throughput"]
+)
+def test_benchmark_modules_import(name: str) -> None:
+    module = _import(name)
+    assert module.__doc__
+
+
+def test_harness_runs_best_of_alternating(tmp_path: Path) -> None:
+    harness = _import("_harness")
+    order: list[str] = []
+
+    def variant(name: str) -> object:
+        def go() -> object:
+            order.append(name)
+            return harness.run([sys.executable, "-c", "print('hi')"], tmp_path)
+
+        return go
+
+    best = harness.best_of({"a": variant("a"), "b": variant("b")}, 3)
+    assert order == ["a", "b", "b", "a", "a", "b"]
+    assert len(best["a"].walls) == 3 and best["a"].wall_s == min(best["a"].walls)
+    assert best["b"].maxrss_mb > 1 and best["b"].last_output == "hi\n"
+
+
+def test_harness_stops_on_a_failing_command(tmp_path: Path) -> None:
+    harness = _import("_harness")
+    with pytest.raises(SystemExit, match="exited 3"):
+        harness.run([sys.executable, "-c", "raise SystemExit(3)"], tmp_path)
+
+
+def test_collection_smoke() -> None:
+    out = _smoke("bench_collection.py")
+    assert "## collection: N=200" in out
+    assert "collection llmeval / plain" in out and "peak RSS llmeval / plain" in out
+
+
+def test_dispatch_smoke() -> None:
+    out = _smoke("bench_dispatch.py")
+    assert "llmeval / plain pytest" in out
+
+
+def test_throughput_smoke() -> None:
+    out = _smoke("bench_throughput.py", "--only", "throughput")
+    assert "llmeval / bare client" in out and "| bare |" in out

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pytest_llmeval.models import CaseResult, ToolCallRecord
+from pytest_llmeval.suites.base import base_totals
 
 __all__ = ["DATA_ELEMENT_ID", "MAX_CHARS", "latency_buckets", "render_html"]
 
@@ -183,21 +184,6 @@ def _totals(body: Any) -> dict[str, Any]:
     counts = {key: _int(body.get(key)) for key in ("passed", "failed", "errors", "skipped")}
     total = _int(body.get("total")) if "total" in body else sum(counts.values())
     return {**counts, "total": total, "pass_rate": _num(body.get("pass_rate"))}
-
-
-def _totals_of(results: Sequence[CaseResult]) -> dict[str, Any]:
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for result in results:
-        counts[result.outcome] += 1
-    judged = counts["passed"] + counts["failed"] + counts["error"]
-    return {
-        "total": len(results),
-        "passed": counts["passed"],
-        "failed": counts["failed"],
-        "errors": counts["error"],
-        "skipped": counts["skipped"],
-        "pass_rate": counts["passed"] / judged if judged else None,
-    }
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
@@ -658,7 +644,7 @@ def render_html(
     suites = report.get("suites")
     suites = suites if isinstance(suites, dict) else {}
     totals = _totals(report["totals"]) if isinstance(report.get("totals"), dict) else None
-    totals = totals or _totals_of(results)
+    totals = totals or base_totals(results)
     payload = {
         "version": 1,
         "max_chars": max_chars,

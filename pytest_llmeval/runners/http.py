@@ -41,7 +41,7 @@ import random
 import ssl
 import time
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 import httpx
@@ -344,3 +344,19 @@ def secrets_of(url: str, headers: dict[str, str]) -> list[str]:
         secrets.add(base64.b64encode(basic).decode("ascii"))
     # Very short values ("1", "on") would mangle messages and cannot leak much.
     return sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True)
+
+
+_Self = TypeVar("_Self", bound="AsyncClosing")
+
+
+class AsyncClosing:
+    """``async with runner:`` closes it on exit (for runners with ``aclose()``)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

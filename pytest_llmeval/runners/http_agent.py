@@ -31,7 +31,6 @@ the URL without its user-info and query string, and never contain a header value
 from __future__ import annotations
 
 import math
-from types import TracebackType
 from typing import Any, NoReturn
 
 import httpx
@@ -42,12 +41,12 @@ from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.base import AgentResponse
-from pytest_llmeval.runners.http import JsonHttp, check_http_url, secrets_of
+from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
 
 __all__ = ["HttpAgentRunner", "public_url"]
 
 
-class HttpAgentRunner:
+class HttpAgentRunner(AsyncClosing):
     """An :class:`~pytest_llmeval.runners.base.AgentEndpoint` speaking JSON over HTTP.
 
     Args:
@@ -117,16 +116,6 @@ class HttpAgentRunner:
         """
         await self._http.aclose()
 
-    async def __aenter__(self) -> HttpAgentRunner:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- internals ----------------------------------------------------------------------------
 

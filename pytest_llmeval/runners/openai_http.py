@@ -50,7 +50,6 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
@@ -63,7 +62,7 @@ from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.prompt import PromptWrapper
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
-from pytest_llmeval.runners.http import JsonHttp, check_http_url, secrets_of
+from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
 from pytest_llmeval.runners.providers import route_model
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FIXED_SCORING_KEYS = ("model", "prompt", "echo", "logprobs", "max_tokens", "temperature")
 
 
-class OpenAIRunner:
+class OpenAIRunner(AsyncClosing):
     """A :class:`~pytest_llmeval.runners.base.Runner` for OpenAI-compatible HTTP APIs.
 
     Args:
@@ -435,16 +434,6 @@ class OpenAIRunner:
         """Close the pooled client (idempotent; the next request opens a new one)."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> OpenAIRunner:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- internals ----------------------------------------------------------------------------
 

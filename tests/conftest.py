@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +56,36 @@ def write_jsonl(pytester: pytest.Pytester, name: str, rows: list[Any]) -> Path:
     return path
 
 
+TIMINGS = ("duration_ms", "elapsed_ms")
+"""Fields that measure time: the only ones allowed to differ between equivalent runs."""
+
+
+def strip_timings(value: Any) -> Any:
+    """``value`` without any :data:`TIMINGS` key, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [strip_timings(v) for v in value]
+    return value
+
+
+def run_outputs(run_dir: Path) -> tuple[Any, Any]:
+    """A run dir's results (timings stripped) and report: what equivalent runs must share."""
+    results = strip_timings(read_jsonl(run_dir / "results.jsonl"))
+    return results, json.loads((run_dir / "report.json").read_text())
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.fixture
+def no_thread_leak() -> Iterator[None]:
+    """The test must leave exactly the threads it found (servers and clients shut down)."""
+    before = set(threading.enumerate())
+    yield
+    leaked = [t.name for t in threading.enumerate() if t not in before]
+    assert not leaked, f"threads left running: {leaked}"
 
 
 @pytest.fixture

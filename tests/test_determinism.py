@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl, write_json
+from conftest import run_outputs, strip_timings, write_json
 
 CASES = [
     {"id": f"c{i:02d}", "category": cat, "input": text, "expected_output": expected}
@@ -24,20 +24,6 @@ CASES = [
 ]
 
 
-def _strip_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_timings(v) for k, v in value.items() if k not in ("duration_ms",)}
-    if isinstance(value, list):
-        return [_strip_timings(v) for v in value]
-    return value
-
-
-def _outputs(run_dir: Path) -> tuple[Any, Any]:
-    results = _strip_timings(read_jsonl(run_dir / "results.jsonl"))
-    report = json.loads((run_dir / "report.json").read_text())
-    return results, report
-
-
 def test_record_then_replay_offline(scripted: pytest.Pytester) -> None:
     write_json(scripted, "qa.golden.json", CASES[:5])
     recorded = scripted.runpytest(
@@ -51,7 +37,7 @@ def test_record_then_replay_offline(scripted: pytest.Pytester) -> None:
     scripted.makeconftest("")
     replayed = scripted.runpytest("--llmeval-run-dir", "rep")
     replayed.assert_outcomes(passed=4, failed=1)
-    assert _outputs(scripted.path / "rec") == _outputs(scripted.path / "rep")
+    assert run_outputs(scripted.path / "rec") == run_outputs(scripted.path / "rep")
 
 
 def test_replay_miss_is_an_error_that_says_how_to_record(scripted: pytest.Pytester) -> None:
@@ -78,7 +64,7 @@ def test_results_do_not_depend_on_concurrency(scripted: pytest.Pytester) -> None
         scripted.runpytest(
             "--llmeval-runner", "scripted", "--llmeval-concurrency", n, "--llmeval-run-dir", n
         )
-    assert _outputs(scripted.path / "1") == _outputs(scripted.path / "16")
+    assert run_outputs(scripted.path / "1") == run_outputs(scripted.path / "16")
 
 
 def test_run_ahead_keeps_cases_in_flight(pytester: pytest.Pytester) -> None:
@@ -134,11 +120,11 @@ def test_xdist_gives_the_same_results_as_one_process(scripted: pytest.Pytester) 
     one = scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "n0")
     two = scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "n2", "-n", "2")
     assert one.parseoutcomes() == two.parseoutcomes()
-    assert _outputs(scripted.path / "n0") == _outputs(scripted.path / "n2")
+    assert run_outputs(scripted.path / "n0") == run_outputs(scripted.path / "n2")
     tf0 = json.loads((scripted.path / "n0/toolforge/t.golden.json").read_text())
     tf2 = json.loads((scripted.path / "n2/toolforge/t.golden.json").read_text())
     for key in ("cases", "summary"):
-        assert _strip_timings(_no_durations(tf0[key])) == _strip_timings(_no_durations(tf2[key]))
+        assert strip_timings(_no_durations(tf0[key])) == strip_timings(_no_durations(tf2[key]))
 
 
 def _no_durations(value: Any) -> Any:

@@ -22,16 +22,9 @@ from pytest_llmeval.testing.agent import (
 )
 from pytest_llmeval.testing.server import Reply, Request, ScriptedServer
 
+pytestmark = pytest.mark.usefixtures("no_thread_leak")
+
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05, "timeout_s": 5.0}
-
-
-@pytest.fixture(autouse=True)
-def no_thread_leak() -> Iterator[None]:
-    """Every test must leave exactly the threads it found."""
-    before = set(threading.enumerate())
-    yield
-    leaked = [t.name for t in threading.enumerate() if t not in before]
-    assert not leaked, f"threads left running: {leaked}"
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,8 @@ from pytest_llmeval.testing.openai_server import (
 )
 from pytest_llmeval.testing.server import Reply, Request
 
+pytestmark = pytest.mark.usefixtures("no_thread_leak")
+
 FAST: dict[str, Any] = {"backoff_s": 0.01, "max_backoff_s": 0.05, "timeout_s": 5.0}
 WEATHER = ToolSpec(
     name="get_weather",
@@ -49,14 +50,6 @@ WEATHER = ToolSpec(
     parameters={"type": "object", "properties": {"city": {"type": "string"}}},
     version="1.2.0",
 )
-
-
-@pytest.fixture(autouse=True)
-def no_thread_leak() -> Iterator[None]:
-    before = set(threading.enumerate())
-    yield
-    leaked = [t.name for t in threading.enumerate() if t not in before]
-    assert not leaked, f"threads left running: {leaked}"
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl, write_json
+from conftest import read_jsonl, run_outputs, write_json
 
 SLOW_CONFTEST = """
 from pytest_llmeval.testing.scripted import ScriptedModel
@@ -26,13 +26,6 @@ CASES = [
      "expected_output": f"m{i}" if i % 4 else "nope"}
     for i in range(14)
 ]  # fmt: skip
-
-
-def _comparable(run_dir: Path) -> tuple[Any, Any]:
-    rows = read_jsonl(run_dir / "results.jsonl")
-    for row in rows:
-        row.pop("duration_ms")
-    return rows, json.loads((run_dir / "report.json").read_text())
 
 
 def _journaled(run_dir: Path) -> list[dict[str, Any]]:
@@ -80,5 +73,5 @@ def test_resume_after_kill_9_gives_the_uninterrupted_reports(pytester: pytest.Py
         "--llmeval-run-dir", str(pytester.path / "full"),
     )  # fmt: skip
     assert full.ret == resumed.ret == pytest.ExitCode.TESTS_FAILED
-    assert _comparable(run_dir) == _comparable(pytester.path / "full")
+    assert run_outputs(run_dir) == run_outputs(pytester.path / "full")
     assert len(read_jsonl(run_dir / "results.jsonl")) == len(CASES)

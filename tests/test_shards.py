@@ -6,10 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import read_jsonl, write_json
+from conftest import read_jsonl, run_outputs, strip_timings, write_json
 
 from pytest_llmeval.report.shard_validation import compare_values, validate
 from pytest_llmeval.sharding import in_shard
@@ -41,21 +40,6 @@ TOOLFORGE = {
 }
 
 RUNNER = ("--llmeval-runner", "scripted")
-TIMINGS = ("duration_ms", "elapsed_ms")
-
-
-def _strip_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_timings(v) for k, v in value.items() if k not in TIMINGS}
-    if isinstance(value, list):
-        return [_strip_timings(v) for v in value]
-    return value
-
-
-def _outputs(run_dir: Path) -> tuple[Any, Any]:
-    results = _strip_timings(read_jsonl(run_dir / "results.jsonl"))
-    report = json.loads((run_dir / "report.json").read_text())
-    return results, report
 
 
 def _nodeids(run_dir: Path) -> list[str]:
@@ -102,11 +86,11 @@ def test_merged_shards_equal_the_unsharded_run(scripted: pytest.Pytester) -> Non
     assert done.returncode == full.ret == 1, done.stderr  # c04 & co fail: exit_on all
     assert "gates: passed; exit 1" in done.stdout
     merged = scripted.path / "merged"
-    assert _outputs(merged) == _outputs(scripted.path / "full")
+    assert run_outputs(merged) == run_outputs(scripted.path / "full")
     for name in ("summary.md", "errors.jsonl"):
         assert (merged / name).read_text() == (scripted.path / "full" / name).read_text(), name
-    events = _strip_timings(read_jsonl(merged / "events.jsonl"))
-    assert events == _strip_timings(read_jsonl(scripted.path / "full/events.jsonl")) != []
+    events = strip_timings(read_jsonl(merged / "events.jsonl"))
+    assert events == strip_timings(read_jsonl(scripted.path / "full/events.jsonl")) != []
     report = json.loads((merged / "report.json").read_text())
     assert report["gates"]["passed"] is True
     merged_manifest = json.loads((merged / "manifest.json").read_text())
@@ -154,7 +138,7 @@ def test_xdist_with_a_shard_runs_exactly_that_shard(scripted: pytest.Pytester) -
     assert all(in_shard(nodeid, 1, 2) for nodeid in every)
     all_ids = scripted.runpytest("--collect-only", "-q").outlines
     assert ran == sorted(n for n in all_ids if "::" in n and in_shard(n, 1, 2))
-    assert _outputs(scripted.path / "x") == _outputs(scripted.path / "one")
+    assert run_outputs(scripted.path / "x") == run_outputs(scripted.path / "one")
     # workers deselect the other shard's cases, so only the single process counts them
     assert result.parseoutcomes() == {
         k: v for k, v in one.parseoutcomes().items() if k != "deselected"
@@ -273,7 +257,7 @@ def test_validate_sharding(scripted: pytest.Pytester) -> None:
     for name in ("unsharded", "shard-1-of-2"):  # the runs saw it (manifest.json records it)
         environment = json.loads((out / name / "manifest.json").read_text())["environment"]
         assert environment["PYTHONHASHSEED"] == "0" and environment["OMP_NUM_THREADS"] == "1"
-    assert _outputs(out / "merged") == _outputs(out / "unsharded")
+    assert run_outputs(out / "merged") == run_outputs(out / "unsharded")
 
     # a shard run dir lost before the merge: its cases are missing, and named
     shard_dirs = [out / f"shard-{i}-of-2" for i in range(2)]

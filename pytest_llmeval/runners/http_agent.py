@@ -10,18 +10,9 @@ Each :meth:`HttpAgentRunner.send` POSTs ``{"message": message}`` and expects::
 ``durationMs`` to 0 and ``params`` to ``{}``; a ``result`` is kept when present. Unknown fields
 are ignored.
 
-Faults become :class:`~pytest_llmeval.errors.RunnerError`:
-
-========================================  ===============  =========  =========
-what happened                             kind             retried    retryable
-========================================  ===============  =========  =========
-connect/read failure, dropped connection  ``connection``   yes        True
-no full answer within ``timeout_s``       ``timeout``      yes        True
-HTTP 429 or 5xx                           ``http``         yes        True
-HTTP 401 / 403                            ``auth``         no         False
-any other non-2xx status                  ``http``         no         False
-2xx whose body breaks the contract        ``protocol``     no         False
-========================================  ===============  =========  =========
+Faults become :class:`~pytest_llmeval.errors.RunnerError` as the table in
+:mod:`pytest_llmeval.runners.http` says; a 2xx whose body breaks the endpoint contract is
+``protocol`` (not retried).
 
 Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the numeric
 ``Retry-After`` of a 429/5xx answer; either is capped at ``max_backoff_s``. Error messages name

@@ -287,6 +287,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         choices=("yes", "no"),
     ),
     OptionSpec(
+        "http-transport",
+        "What carries the HTTP runners' requests: aiohttp (its connection pool and C parser "
+        "behind httpx's API; the fast default) or httpx (httpx's own transport: HTTP/2, its "
+        "proxy and certificate handling).",
+        default="aiohttp",
+        type="choice",
+        choices=("aiohttp", "httpx"),
+    ),
+    OptionSpec(
         "providers",
         "OpenAI-compatible providers, one per line (repeatable): NAME BASE_URL KEY_ENV "
         "PREFIX[,PREFIX...]; a model goes to the provider with the longest matching name "
@@ -426,6 +435,8 @@ class Settings(BaseModel):
     """A ``.j2`` or ``.tmpl`` prompt wrapper."""
     deterministic: bool = False
     """Turn every retry condition into an immediate error."""
+    http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    """Transport of the HTTP runners (:mod:`pytest_llmeval.runners.transport`)."""
     providers: tuple[Provider, ...] = ()
     """OpenAI-compatible providers, routed to by model-name prefix."""
     device: Literal["auto", "cpu", "cuda"] = "auto"

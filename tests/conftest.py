@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from pytest_llmeval.runners import transport
+
 pytest_plugins = ["pytester"]
 
 SCRIPTED_CONFTEST = """
@@ -77,6 +79,13 @@ def run_outputs(run_dir: Path) -> tuple[Any, Any]:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.fixture(params=transport.TRANSPORTS)
+def each_transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per HTTP transport (the default the HTTP runners pick)."""
+    monkeypatch.setattr(transport, "DEFAULT_TRANSPORT", request.param)
+    return str(request.param)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import http.client
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ from pytest_llmeval.testing.agent import (
 )
 from pytest_llmeval.testing.server import Reply, Request, ScriptedServer
 
-pytestmark = pytest.mark.usefixtures("no_thread_leak")
+# every test once per transport: the fault table must read the same with both
+pytestmark = pytest.mark.usefixtures("no_thread_leak", "each_transport")
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05, "timeout_s": 5.0}
 
@@ -169,6 +171,35 @@ def test_connection_refused() -> None:
     assert (err.kind, err.retryable) == ("connection", True)
 
 
+@pytest.mark.parametrize(
+    "garbage",
+    [b"HELLO THERE\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort"],
+    ids=["status-line", "short-body"],
+)
+def test_a_garbled_http_answer_is_a_connection_error(garbage: bytes) -> None:
+    """Not HTTP, or cut short: a retryable connection fault with either transport (aiohttp
+    raises errors httpx-aiohttp does not map; they must not escape as agent crashes)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        served = []
+
+        def answer() -> None:
+            for _ in range(2):  # the first try and one retry
+                conn, _addr = listener.accept()
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(garbage)
+                served.append(1)
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        err = send_error(f"http://127.0.0.1:{port}/chat", max_retries=1)
+        thread.join(timeout=10)
+    assert (err.kind, err.retryable) == ("connection", True)
+    assert "connection failed" in str(err)
+    assert served == [1, 1]
+
+
 def test_slow_reply_times_out(srv: ScriptedServer) -> None:
     srv.route("POST", "/chat", Reply(json={"response": "late"}, delay_s=5.0))
     err = send_error(srv.url_for("/chat"), timeout_s=0.1, max_retries=1)
@@ -307,6 +338,9 @@ def test_concurrent_sends_overlap_on_the_server(srv: ScriptedServer) -> None:
     results = asyncio.run(go())
     assert [r.response for r in results] == ["slow"] * 4
     assert srv.max_concurrent > 1
+    deadline = time.monotonic() + 5  # a handler counts itself done just after its last write
+    while srv.in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert srv.in_flight == 0
 
 

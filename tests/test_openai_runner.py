@@ -93,6 +93,7 @@ def loglikelihood(base_url: str, requests: list[LoglikRequest], **kwargs: Any) -
 # -- chat completions ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_text_answer_without_tools(srv: OpenAIServer) -> None:
     srv.chat_brain = lambda body: ChatAnswer(
         "four", usage={"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
@@ -119,6 +120,7 @@ def test_text_answer_without_tools(srv: OpenAIServer) -> None:
     assert "authorization" not in request.headers  # no key: nothing sent
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_tools_params_and_extra_body(srv: OpenAIServer) -> None:
     srv.chat_brain = lambda body: ChatAnswer(
         tool_calls=[tool_call("get_weather", {"city": "Paris"}, id="call_w")]
@@ -236,6 +238,7 @@ def test_content_parts_arguments_objects_and_missing_usage(srv: OpenAIServer) ->
     assert completion.usage.total_tokens == 0
 
 
+@pytest.mark.usefixtures("each_transport")
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
@@ -277,6 +280,7 @@ def test_bodies_that_break_the_format_are_protocol_errors(
 # -- faults and retries -------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_429_honours_retry_after_then_succeeds(srv: OpenAIServer) -> None:
     srv.script(srv.chat_path, [Reply(status=429, headers={"Retry-After": "0"})])
     # The backoff is huge: only honouring Retry-After: 0 keeps this fast.
@@ -285,6 +289,7 @@ def test_429_honours_retry_after_then_succeeds(srv: OpenAIServer) -> None:
     assert len(srv.requests) == 2
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_server_errors_exhaust_the_retries(srv: OpenAIServer) -> None:
     srv.route("POST", srv.chat_path, Reply(status=500, body="boom"))
     err = generate_error(srv.base_url, user("hi"), max_retries=2)
@@ -293,6 +298,7 @@ def test_server_errors_exhaust_the_retries(srv: OpenAIServer) -> None:
     assert len(srv.requests) == 3
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_retries_are_bounded_in_time(srv: OpenAIServer) -> None:
     srv.route("POST", srv.chat_path, Reply(status=503, headers={"Retry-After": "30"}))
     err = generate_error(
@@ -302,6 +308,7 @@ def test_retries_are_bounded_in_time(srv: OpenAIServer) -> None:
     assert len(srv.requests) == 1
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_slow_reply_times_out(srv: OpenAIServer) -> None:
     srv.route("POST", srv.chat_path, Reply(json={}, delay_s=5.0))
     err = generate_error(srv.base_url, user("hi"), timeout_s=0.2, max_retries=0)
@@ -309,6 +316,7 @@ def test_slow_reply_times_out(srv: OpenAIServer) -> None:
     assert "0.2s" in str(err)
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_dropped_connection_is_retried(srv: OpenAIServer) -> None:
     srv.script(srv.chat_path, [Reply(drop=True)])
     assert generate(srv.base_url, user("hi")).text == "hi"
@@ -318,6 +326,7 @@ def test_dropped_connection_is_retried(srv: OpenAIServer) -> None:
     assert len(srv.requests) == 4
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_deterministic_mode_turns_the_first_429_into_an_error(srv: OpenAIServer) -> None:
     srv.script(srv.chat_path, [Reply(status=429, headers={"Retry-After": "0"})])
     err = generate_error(srv.base_url, user("hi"), deterministic=True)
@@ -326,6 +335,7 @@ def test_deterministic_mode_turns_the_first_429_into_an_error(srv: OpenAIServer)
     assert len(srv.requests) == 1
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_auth_errors_are_not_retried_and_never_show_the_key() -> None:
     key = "sk-PLANTED-0123456789"
 
@@ -355,6 +365,7 @@ def scripted_logprobs(body: dict[str, Any]) -> CompletionAnswer:
     return CompletionAnswer(prompt_tokens=tokens, generated=[Token(" ok", -0.25)])
 
 
+@pytest.mark.usefixtures("each_transport")
 def test_loglikelihood_sums_the_continuation_tokens(srv: OpenAIServer) -> None:
     srv.completions_brain = scripted_logprobs
     requests = [
@@ -754,3 +765,35 @@ def test_the_key_never_reaches_errors_logs_run_dir_or_cassettes(
     text = result.stdout.str() + result.stderr.str() + "".join(p.read_text() for p in files)
     assert "HTTP 400" in text and "bad key: ***" in text  # the server's echo, redacted
     assert key not in text and key[3:] not in text
+
+
+@pytest.mark.parametrize("name", ["aiohttp", "httpx"])
+def test_the_transport_setting_reaches_the_runner_and_not_the_fingerprint(
+    tmp_path: Path, name: str
+) -> None:
+    with OpenAIServer() as srv:
+        settings = make_settings(
+            tmp_path, runner="openai", model="test-model", base_url=srv.base_url,
+            http_transport=name, timeout=5.0,
+        )  # fmt: skip
+        runner = RunnerRegistry().create(settings)
+        assert isinstance(runner, OpenAIRunner)
+
+        async def go() -> tuple[str, str]:
+            async with runner:
+                text = (await runner.generate(user("hi"))).text
+                client = runner._http._client
+                assert client is not None
+                return text, type(client._transport).__module__
+
+        text, module = asyncio.run(go())
+        url = srv.base_url
+    assert text == "hi"
+    assert module.startswith("pytest_llmeval" if name == "aiohttp" else "httpx")
+    default = make_settings(tmp_path, runner="openai", model="test-model", base_url=url)
+    assert runner.fingerprint() == RunnerRegistry().create(default).fingerprint()
+
+
+def test_an_unknown_transport_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown HTTP transport 'curl'"):
+        OpenAIRunner("m", "http://127.0.0.1:9/v1", transport="curl")

@@ -50,6 +50,8 @@ from pytest_llmeval import __version__
 from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.runners import transport as transport_module
+from pytest_llmeval.runners.transport import TRANSPORTS, fault_kind, make_transport
 
 __all__ = ["JsonHttp", "check_http_url", "loggable_url", "retry_after", "secrets_of"]
 
@@ -71,6 +73,8 @@ class JsonHttp:
         headers: Request headers (``Authorization`` ...); their values count as secrets.
         secrets: More strings to keep out of error messages (an API key, URL credentials).
         limiter: Every attempt waits for a slot of it (default: no limits).
+        transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
+            ``None``: the default, aiohttp.
 
     The client is created on the first request, in the running event loop, and shared by
     concurrent requests. Call :meth:`aclose` in that same loop when done. A request from a
@@ -91,7 +95,13 @@ class JsonHttp:
         headers: dict[str, str] | None = None,
         secrets: Iterable[str] = (),
         limiter: Limiter | None = None,
+        transport: str | None = None,
     ) -> None:
+        transport = transport or transport_module.DEFAULT_TRANSPORT
+        if transport not in TRANSPORTS:
+            raise ConfigError(
+                f"{label}: unknown HTTP transport {transport!r}; known: {', '.join(TRANSPORTS)}"
+            )
         if not timeout_s > 0:
             raise ConfigError(f"{label}: timeout_s must be > 0, got {timeout_s}")
         if max_retries < 0:
@@ -101,6 +111,7 @@ class JsonHttp:
         if max_retry_time_s is not None and max_retry_time_s < 0:
             raise ConfigError(f"{label}: max_retry_time_s must be >= 0, got {max_retry_time_s}")
         self.label = label
+        self.transport = transport
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
@@ -129,26 +140,24 @@ class JsonHttp:
         where = public_url(url)
         for attempt in range(1, attempts + 1):
             wait_hint: float | None = None
+            kind: RunnerErrorKind
             try:
                 response, started = await self._attempt(client, url, body)
-            except (asyncio.TimeoutError, httpx.TimeoutException):
-                error = RunnerError(
-                    self.say(where, f"no complete answer within {self.timeout_s:g}s"),
-                    kind="timeout",
-                    retryable=True,
-                )
-            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
-                raise RunnerError(
-                    self.say(where, f"request could not be sent: {self.describe(exc)}"),
-                    kind="connection",
-                    retryable=False,
-                ) from None
-            except httpx.TransportError as exc:
-                error = RunnerError(
-                    self.say(where, f"connection failed: {self.describe(exc)}"),
-                    kind="connection",
-                    retryable=True,
-                )
+            except Exception as exc:
+                fault = fault_kind(exc)
+                if fault is None:
+                    raise
+                if fault == "unsendable":
+                    raise RunnerError(
+                        self.say(where, f"request could not be sent: {self.describe(exc)}"),
+                        kind="connection",
+                        retryable=False,
+                    ) from None
+                if fault == "timeout":
+                    what, kind = f"no complete answer within {self.timeout_s:g}s", "timeout"
+                else:
+                    what, kind = f"connection failed: {self.describe(exc)}", "connection"
+                error = RunnerError(self.say(where, what), kind=kind, retryable=True)
             else:
                 elapsed_ms = (time.perf_counter() - started) * 1000.0
                 status = response.status_code
@@ -162,7 +171,7 @@ class JsonHttp:
                     )
                     wait_hint = retry_after(response.headers.get("retry-after"))
                 else:
-                    kind: RunnerErrorKind = "auth" if status in (401, 403) else "http"
+                    kind = "auth" if status in (401, 403) else "http"
                     note = " (redirects are not followed)" if 300 <= status < 400 else ""
                     raise RunnerError(
                         self.say(where, f"HTTP {status}{note}{self.snippet(response)}"),
@@ -235,8 +244,7 @@ class JsonHttp:
 
     @staticmethod
     def describe(exc: BaseException) -> str:
-        detail = str(exc).strip()
-        return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return transport_module.describe(exc)
 
     def snippet(self, response: httpx.Response) -> str:
         """The start of an error body; redacted before it is cut, so no secret half-shows."""
@@ -263,6 +271,7 @@ class JsonHttp:
                 timeout=httpx.Timeout(self.timeout_s),
                 follow_redirects=False,
                 verify=_ssl_context(),
+                transport=make_transport(self.transport, _ssl_context()),
             )
             self._loop = loop
         return self._client

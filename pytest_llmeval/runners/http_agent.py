@@ -49,6 +49,8 @@ class HttpAgentRunner(AsyncClosing):
         max_backoff_s: Cap on any delay, ``Retry-After`` included.
         headers: Extra request headers (``Authorization`` ...); never shown in errors.
         limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
+        transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
+            ``None``: the default, aiohttp.
 
     One pooled keep-alive ``httpx.AsyncClient`` is created on the first :meth:`send`, in the
     running event loop, and shared by concurrent sends (see
@@ -67,6 +69,7 @@ class HttpAgentRunner(AsyncClosing):
         max_backoff_s: float = 8.0,
         headers: dict[str, str] | None = None,
         limiter: Limiter | None = None,
+        transport: str | None = None,
     ) -> None:
         check_http_url(url, self.name)
         self.url = url
@@ -80,6 +83,7 @@ class HttpAgentRunner(AsyncClosing):
             headers=self.headers,
             secrets=secrets_of(url, self.headers),
             limiter=limiter,
+            transport=transport,
         )
         self.timeout_s = self._http.timeout_s
         self.max_retries = self._http.max_retries
@@ -106,7 +110,6 @@ class HttpAgentRunner(AsyncClosing):
         Call it in the event loop that sent; from another loop the close is best-effort.
         """
         await self._http.aclose()
-
 
     # -- internals ----------------------------------------------------------------------------
 

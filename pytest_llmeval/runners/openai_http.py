@@ -92,6 +92,8 @@ class OpenAIRunner(AsyncClosing):
         loglik_concurrency: ``/completions`` requests in flight for one :meth:`loglikelihood`.
         provider: The provider's name when routing picked one (informational).
         limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
+        transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
+            ``None``: the default, aiohttp.
     """
 
     name = "openai"
@@ -118,6 +120,7 @@ class OpenAIRunner(AsyncClosing):
         loglik_concurrency: int = 8,
         provider: str | None = None,
         limiter: Limiter | None = None,
+        transport: str | None = None,
     ) -> None:
         if not model:
             raise ConfigError("openai: a model name is needed (--llmeval-model)")
@@ -157,6 +160,7 @@ class OpenAIRunner(AsyncClosing):
             headers=request_headers,
             secrets=[*secrets_of(self.base_url, request_headers), *([api_key] if api_key else [])],
             limiter=limiter,
+            transport=transport,
         )
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
@@ -187,6 +191,7 @@ class OpenAIRunner(AsyncClosing):
             max_retry_time_s=settings.timeout,
             provider=route.provider,
             limiter=limiter,
+            transport=settings.http_transport,
         )
 
     def fingerprint(self) -> dict[str, Any]:
@@ -433,7 +438,6 @@ class OpenAIRunner(AsyncClosing):
     async def aclose(self) -> None:
         """Close the pooled client (idempotent; the next request opens a new one)."""
         await self._http.aclose()
-
 
     # -- internals ----------------------------------------------------------------------------
 

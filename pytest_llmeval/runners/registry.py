@@ -35,7 +35,10 @@ def _http_agent(settings: Settings) -> Any:
 
     assert settings.agent_url is not None
     return HttpAgentRunner(
-        settings.agent_url, timeout_s=settings.timeout, limiter=session_limiter()
+        settings.agent_url,
+        timeout_s=settings.timeout,
+        limiter=session_limiter(),
+        transport=settings.http_transport,
     )
 
 

@@ -1,0 +1,130 @@
+"""The dispatcher's event loop: driven from the caller's thread, lent out between eval items.
+
+The plugin-level behaviour (results independent of concurrency, run-ahead under xdist) is in
+test_determinism.py and test_fast_paths.py; these tests hold the loop's own rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.dispatch import Dispatcher, Job
+from pytest_llmeval.models import EvalCase
+
+pytestmark = pytest.mark.usefixtures("no_thread_leak")
+
+KEYS = [f"case{i}" for i in range(6)]
+
+
+class SlowAgent:
+    """Answers each case after ``delay_s``; remembers which cases finished and on what thread."""
+
+    def __init__(self, delay_s: float, slow: dict[str, float] | None = None):
+        self.delay_s = delay_s
+        self.slow = slow or {}
+        self.finished: list[str] = []
+        self.threads: set[str] = set()
+
+    async def run(self, case: EvalCase, broker: ToolBroker) -> str:
+        await asyncio.sleep(self.slow.get(case.case_id, self.delay_s))
+        self.finished.append(case.case_id)
+        self.threads.add(threading.current_thread().name)
+        return f"answer {case.case_id}"
+
+
+def _jobs(agent: SlowAgent, tmp_path: Path) -> dict[str, Job]:
+    broker = ToolBroker.from_dir(tmp_path / "no-fixtures")
+    return {
+        key: (EvalCase(case_id=key, suite="golden", file="x.jsonl", line=i + 1), agent, broker)
+        for i, key in enumerate(KEYS)
+    }
+
+
+def _dispatcher(jobs: dict[str, Job], concurrency: int = 2) -> Dispatcher:
+    dispatcher = Dispatcher(concurrency=concurrency, timeout_s=10.0)
+    dispatcher.set_order(KEYS)
+    return dispatcher
+
+
+def _transcript(dispatcher: Dispatcher, jobs: dict[str, Job], key: str) -> str:
+    transcript = dispatcher.transcript(key, jobs[key], lambda position: jobs[KEYS[position]])
+    return transcript.response
+
+
+def test_the_loop_runs_on_the_callers_thread_and_rests_between_items(tmp_path: Path) -> None:
+    agent = SlowAgent(0.05)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    try:
+        assert _transcript(dispatcher, jobs, "case0") == "answer case0"
+        assert agent.threads == {threading.current_thread().name}
+        done = list(agent.finished)
+        time.sleep(0.3)  # pytest's own work between items: nobody drives the loop
+        assert agent.finished == done
+        assert [_transcript(dispatcher, jobs, key) for key in KEYS[1:]] == [
+            f"answer {key}" for key in KEYS[1:]
+        ]
+        assert sorted(agent.finished) == KEYS  # each case ran exactly once
+    finally:
+        dispatcher.close()
+
+
+def test_cases_in_flight_go_on_while_another_test_runs(tmp_path: Path) -> None:
+    agent = SlowAgent(0.05)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    try:
+        _transcript(dispatcher, jobs, "case0")
+        ahead = set(KEYS[1:5]) - set(agent.finished)  # the window: 2 * concurrency cases
+        assert ahead, "the look-ahead window should hold cases still running"
+        with dispatcher.in_background():  # what the plugin does around a non-eval test
+            deadline = time.monotonic() + 5
+            while not ahead <= set(agent.finished) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert ahead <= set(agent.finished)
+        assert "llmeval-dispatch" in agent.threads
+        started = time.perf_counter()
+        assert _transcript(dispatcher, jobs, "case1") == "answer case1"  # ready: no wait
+        assert time.perf_counter() - started < 0.05
+    finally:
+        dispatcher.close()
+
+
+def test_nothing_in_flight_lends_no_thread(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(concurrency=2, timeout_s=10.0)
+    before = threading.active_count()
+    with dispatcher.in_background():
+        assert threading.active_count() == before
+    dispatcher.close()
+
+
+def test_called_from_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """An async test framework calling in: the loop runs in a helper thread meanwhile."""
+    agent = SlowAgent(0.01)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+
+    async def inside() -> list[str]:
+        return [_transcript(dispatcher, jobs, key) for key in KEYS]
+
+    try:
+        assert asyncio.run(inside()) == [f"answer {key}" for key in KEYS]
+    finally:
+        dispatcher.close()
+
+
+def test_close_cancels_what_is_still_running(tmp_path: Path) -> None:
+    agent = SlowAgent(0.01, slow={key: 30.0 for key in KEYS[1:]})
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    _transcript(dispatcher, jobs, "case0")  # the slow ones are in flight behind it
+    started = time.perf_counter()
+    dispatcher.close()
+    assert time.perf_counter() - started < 5
+    assert agent.finished == ["case0"]

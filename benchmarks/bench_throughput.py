@@ -13,8 +13,11 @@ best of R, and only ratios of one invocation are reported (see ``_harness.py``):
 
 * ``bare``: a bare asyncio/httpx client: ``asyncio.gather`` over the cases with an
   ``asyncio.Semaphore(C)`` and one ``httpx.AsyncClient`` (the floor for C in flight);
+* ``bare/aiohttp``: the same client over httpx-aiohttp's transport (aiohttp's pool and
+  parser), the transport the plugin uses by default: the floor for that transport;
 * ``llmeval``: ``pytest --llmeval-runner openai --llmeval-concurrency C`` on a golden JSONL of
-  the same cases (exact match on the echo), run dir and journal included;
+  the same cases (exact match on the echo), run dir and journal included; ``llmeval/httpx``
+  the same with ``--llmeval-http-transport httpx`` (httpx's own transport, as ``bare``);
 * ``plain``: one parametrized pytest test per case posting with a session ``httpx.Client``
   (what a user would write without the plugin; serial);
 * ``empty``: a pytest session with one trivial test (pytest's fixed cost); ``empty+plugin``
@@ -64,11 +67,16 @@ import asyncio, json, sys
 import httpx
 
 URL, CASES, CONCURRENCY = sys.argv[1] + "/chat/completions", sys.argv[2], int(sys.argv[3])
+TRANSPORT = sys.argv[4] if len(sys.argv) > 4 else "httpx"
 
 async def main():
     cases = [json.loads(line) for line in open(CASES, encoding="utf-8")]
     semaphore = asyncio.Semaphore(CONCURRENCY)
-    async with httpx.AsyncClient(timeout=60) as client:
+    transport = None
+    if TRANSPORT == "aiohttp":  # the same httpx client over httpx-aiohttp's transport
+        from httpx_aiohttp import AiohttpTransport
+        transport = AiohttpTransport()
+    async with httpx.AsyncClient(timeout=60, transport=transport) as client:
         async def one(case):
             async with semaphore:
                 body = {"model": "test-model", "temperature": 0,
@@ -121,6 +129,7 @@ def bench():
 """
 
 EMPTY = "def test_nothing():\n    pass\n"
+HTTPX_TRANSPORT = ("--llmeval-http-transport", "httpx")
 
 
 class Bench:
@@ -155,8 +164,8 @@ class Bench:
         self.last_run_dir[label] = path
         return path
 
-    def bare(self, concurrency: int) -> Callable[[], Sample]:
-        command = [PYTHON, "bare.py", self.url, "cases.jsonl", str(concurrency)]
+    def bare(self, concurrency: int, transport: str = "httpx") -> Callable[[], Sample]:
+        command = [PYTHON, "bare.py", self.url, "cases.jsonl", str(concurrency), transport]
         return lambda: run(command, self.bare_dir, self.env)
 
     def llmeval_command(self, concurrency: int, run_dir: Path, *extra: str) -> list[str]:
@@ -247,6 +256,17 @@ def _table(best: dict[str, Best], reference: str) -> None:
     )
 
 
+def _transports(best: dict[str, Best]) -> str:
+    """The transport's share: each client over httpx's own transport and over aiohttp's."""
+    t = {name: b.wall_s for name, b in best.items()}
+    return (
+        f"- transports: llmeval / bare client, both over aiohttp: "
+        f"{ratio(t['llmeval'], t['bare/aiohttp'])}; both over httpx: "
+        f"{ratio(t['llmeval/httpx'], t['bare'])}; llmeval over httpx / over aiohttp: "
+        f"{ratio(t['llmeval/httpx'], t['llmeval'])}"
+    )
+
+
 def _versus_baseline(best: dict[str, Best]) -> None:
     if "llmeval@baseline" in best:
         mine, base = best["llmeval"].wall_s, best["llmeval@baseline"].wall_s
@@ -272,7 +292,12 @@ def throughput(
     print(f"\n## throughput: N={n}, L=200 ms, C={concurrency} (best of {repeats})")
     with openai_server(latency) as url:
         bench = Bench(tmp / "throughput", n, url, inspect, baseline)
-        variants = {"bare": bench.bare(concurrency), "llmeval": bench.llmeval(concurrency)}
+        variants = {
+            "bare": bench.bare(concurrency),
+            "bare/aiohttp": bench.bare(concurrency, "aiohttp"),
+            "llmeval": bench.llmeval(concurrency),
+            "llmeval/httpx": bench.llmeval(concurrency, *HTTPX_TRANSPORT),
+        }
         inspect_run = bench.inspect(concurrency)
         if inspect_run is not None:
             variants["inspect"] = inspect_run
@@ -282,6 +307,7 @@ def throughput(
     print(f"\nideal N*L/C = {ideal:.2f}s")
     print(f"- llmeval / ideal: {ratio(llm, ideal)}; bare / ideal: {ratio(bare, ideal)}")
     print(_target("llmeval / bare client", llm / bare, 1.3))
+    print(_transports(best))
     if "inspect" in best:
         print(_target("inspect_ai / llmeval", best["inspect"].wall_s / llm, 2.0, at_most=False))
     else:
@@ -299,8 +325,10 @@ def overhead(
             "empty": bench.empty(),
             "empty+plugin": bench.empty(with_plugin=True),
             "bare": bench.bare(concurrency),
+            "bare/aiohttp": bench.bare(concurrency, "aiohttp"),
             "plain": bench.plain(),
             "llmeval": bench.llmeval(concurrency),
+            "llmeval/httpx": bench.llmeval(concurrency, *HTTPX_TRANSPORT),
             "llmeval C=1": bench.llmeval(1),
         }
         best = best_of(bench.with_baseline(variants, concurrency), repeats)
@@ -324,6 +352,7 @@ def overhead(
     print(_target("llmeval / plain pytest serial", t["llmeval"] / t["plain"], 1.5))
     print(_target("llmeval C=1 / plain pytest serial", t["llmeval C=1"] / t["plain"], 1.5))
     print(f"- llmeval / bare client: {ratio(t['llmeval'], t['bare'])}")
+    print(_transports(best))
     _versus_baseline(best)
 
 

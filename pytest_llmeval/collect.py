@@ -18,7 +18,7 @@ import yaml
 
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
-from pytest_llmeval.suites.base import CaseSource, Suite
+from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -93,9 +93,14 @@ class EvalFile(pytest.File):
                     self, name=dup, problem=problem, fixtureinfo=fixtureinfo
                 )
                 continue
-            items[name] = EvalItem.from_parent(
-                self, name=name, case=loaded, fixtureinfo=fixtureinfo
-            )
+            if isinstance(loaded, PendingCase):
+                items[name] = EvalItem.from_parent(
+                    self, name=name, pending=loaded, fixtureinfo=fixtureinfo
+                )
+            else:
+                items[name] = EvalItem.from_parent(
+                    self, name=name, case=loaded, fixtureinfo=fixtureinfo
+                )
 
     def _resolve(self) -> tuple[Suite, CaseSource]:
         rootdir = self.state.settings.rootdir
@@ -222,22 +227,51 @@ class EvalItem(pytest.Function):
         self,
         *,
         case: EvalCase | None = None,
+        pending: PendingCase | None = None,
         problem: CaseFileError | None = None,
         **kwargs: Any,
     ):
         super().__init__(callobj=_run_case, **kwargs)
-        self.case = case
+        self._case = case
+        self._pending = pending
         self.problem = problem
         self.transcript: Transcript | None = None
         self.result: CaseResult | None = None
-        self.line = case.line if case else (problem.line if problem else None) or 1
-        self.add_marker(_mark("llmeval"))
-        if case is not None:
-            for name in (case.suite, case.category):
-                if name:
-                    marker = marker_name(name)
-                    self.state.register_marker(marker)  # before the mark is first looked up
-                    self.add_marker(_mark(marker))
+        known = case or pending or problem
+        self.line = (known.line if known else None) or 1
+        self._mark("llmeval")
+        self.category = case.category if case else pending.category if pending else None
+        """The case's category, known before the case is built (and if it cannot be)."""
+        names = (self.eval_file.suite_name, self.category) if case or pending else ()
+        for name in names:
+            if name:
+                marker = marker_name(name)
+                self.state.register_marker(marker)  # before the mark is first looked up
+                self._mark(marker)
+
+    def _mark(self, name: str) -> None:
+        """``add_marker(name)`` with one shared, immutable mark per name."""
+        decorator = _mark(name)
+        self.keywords[name] = decorator
+        self.own_markers.append(decorator.mark)
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The case, built from its row on first use; ``None`` when the row or the record is
+        broken (then :attr:`problem` says why)."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            try:
+                self._case = pending.build()
+            except CaseFileError as exc:
+                self.problem = exc
+        return self._case
+
+    @property
+    def runnable(self) -> bool:
+        """Whether the item has a case to run (as far as is known without building it)."""
+        return self.problem is None and (self._case is not None or self._pending is not None)
 
     @property
     def eval_file(self) -> EvalFile:
@@ -258,11 +292,12 @@ class EvalItem(pytest.Function):
         return self.eval_file.data_display
 
     def setup(self) -> None:
+        case = self.case
         if self.problem is not None:
             raise self.problem
-        assert self.case is not None
-        if self.case.skip_reason:
-            _skip(self.case.skip_reason)
+        assert case is not None
+        if case.skip_reason:
+            _skip(case.skip_reason)
         if not self._reuse_fixture_values():
             super().setup()
             self.eval_file.fixture_values = _FixtureValues.of(self)
@@ -303,9 +338,10 @@ class EvalItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         path = self.path
-        if self.case is not None:
-            path = self.state.settings.rootdir / self.case.file
-        suite = self.case.suite if self.case else "llmeval"
+        suite = "llmeval"
+        if self._case is not None or self._pending is not None:  # not built just for this
+            path = self.state.settings.rootdir / self.data_display
+            suite = self.suite_name
         return path, self.line - 1, f"{suite}: {self.name}"
 
     def repr_failure(

@@ -127,7 +127,7 @@ class LLMEvalState:
             ordered = [items[i] for i in indices] if indices is not None else []
         else:
             ordered = list(items)
-        self._order = [i for i in ordered if isinstance(i, EvalItem) and i.case is not None]
+        self._order = [i for i in ordered if isinstance(i, EvalItem) and i.runnable]
         self.dispatcher.set_order([item.nodeid for item in self._order])
 
     def transcript_for(self, item: EvalItem) -> Transcript:
@@ -198,7 +198,7 @@ def _identity(item: EvalItem) -> dict[str, Any]:
         "file": case.file if case else item.data_display,
         "line": item.line,
         "nodeid": item.nodeid,
-        "category": case.category if case else None,
+        "category": case.category if case else item.category,
         "case_fingerprint": case.fingerprint if case else "",
     }
 

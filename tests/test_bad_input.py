@@ -46,6 +46,11 @@ def test_bad_input_corpus(scripted: pytest.Pytester) -> None:
     run_dir = next((scripted.path / ".llmeval" / "runs").iterdir())
     rows = {r["nodeid"]: r for r in read_jsonl(run_dir / "results.jsonl")}
     assert rows["cases.eval.jsonl::line2"]["outcome"] == "error"
+    # a row that parses is named by its id, and its problem is that case's error
+    assert rows["cases.eval.jsonl::wrong-type"]["error"].startswith(
+        "cases.eval.jsonl:3: expected_output: expected a string"
+    )
+    assert rows["cases.eval.jsonl::wrong-type"]["line"] == 3
     assert rows["cases.eval.jsonl::ok-1@line5"]["error"].startswith("cases.eval.jsonl:5: id:")
     assert rows["cases.eval.jsonl::ok-2"]["outcome"] == "passed"
     errors = read_jsonl(run_dir / "errors.jsonl")

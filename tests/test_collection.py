@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import write_json, write_jsonl
+from conftest import read_jsonl, write_json, write_jsonl
 
 GOLDEN = [
     {"id": "w-2", "category": "weather", "input": "weather please", "expected_output": "x"},
@@ -23,6 +23,28 @@ def test_one_sorted_item_per_case(scripted: pytest.Pytester) -> None:
             "3 tests collected*",
         ]
     )
+
+
+def test_collection_reads_ids_and_builds_each_case_on_first_use(
+    scripted: pytest.Pytester,
+) -> None:
+    """A row that parses is an item by its id at once; the rest of it is validated (and the
+    case built) when the case is first needed, and a problem found there is its error."""
+    rows = [*GOLDEN, {"id": "bad", "category": "weather", "input": 3, "expected_output": "x"}]
+    write_jsonl(scripted, "qa.eval.jsonl", rows)
+    items, _ = scripted.inline_genitems("--llmeval-runner", "echo")
+    assert [item.name for item in items] == ["bad", "s-1", "w-1", "w-2"]
+    assert all(item._case is None for item in items)  # nothing built by collection
+    assert [m.name for m in items[0].iter_markers()] == ["llmeval", "golden", "weather"]
+    assert items[1].case is not None and items[1].case.case_id == "s-1"
+    assert items[0].case is None
+    assert str(items[0].problem).startswith("qa.eval.jsonl:4: input:")
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q", "-m", "weather")
+    result.stdout.fnmatch_lines(["*ERROR at setup of golden: bad*", "qa.eval.jsonl:4: input:*"])
+    result.assert_outcomes(failed=2, errors=1, deselected=1)
+    run_dir = next((scripted.path / ".llmeval" / "runs").iterdir())
+    bad = next(r for r in read_jsonl(run_dir / "results.jsonl") if r["case_id"] == "bad")
+    assert (bad["outcome"], bad["category"], bad["line"]) == ("error", "weather", 4)
 
 
 def test_markers_select_suite_and_category(scripted: pytest.Pytester) -> None:

@@ -8,7 +8,7 @@ file into cases (``load``), judges one transcript (``score``) and sums results u
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,7 +66,41 @@ class CaseSource:
     """Options from a ``*.llmeval.yaml`` manifest (empty for a file collected on its own)."""
 
 
-LoadItem = EvalCase | CaseFileError
+class PendingCase:
+    """A parsed row whose id and category are known; its :class:`EvalCase` is built on use.
+
+    Collecting a large file then costs one parse and one id per row. The row's full
+    validation runs when the case is first needed (its setup, or the dispatcher's look-ahead),
+    and a problem found there is that case's error, with the same ``path:line`` and field.
+    Memory is the row itself until then: a few objects per case instead of a built model.
+    """
+
+    __slots__ = ("case_id", "category", "line", "make", "row")
+
+    def __init__(
+        self,
+        case_id: str,
+        line: int,
+        category: str | None,
+        row: dict[str, Any],
+        make: Callable[[int, dict[str, Any]], EvalCase],
+    ):
+        self.case_id = case_id
+        self.line = line
+        self.category = category
+        self.row = row
+        self.make = make
+        """Shared by the rows of a file: ``make(line, row)`` builds the case or raises
+        CaseFileError."""
+
+    def build(self) -> EvalCase:
+        case = self.make(self.line, self.row)
+        assert case.case_id == self.case_id, "a suite's identify() and its case builder differ"
+        return case
+
+
+LoadItem = EvalCase | PendingCase | CaseFileError
+"""What ``Suite.load`` yields per record: a case, a case to build later, or the record's error."""
 
 
 class Suite(Protocol):
@@ -79,7 +113,10 @@ class Suite(Protocol):
         ...
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
-        """Cases of the file, each knowing its line; a broken record yields its error."""
+        """Cases of the file, each knowing its line; a broken record yields its error.
+
+        A suite may yield :class:`PendingCase` for rows whose id it can read cheaply; the
+        item builds the case when it is first needed."""
         ...
 
     def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:

@@ -81,7 +81,9 @@ class GoldenSuite:
         thresholds = _category_thresholds(source)
         _, records = read_records(source)
         yield from iter_cases(
-            records, lambda line, row: self._case(source, line, row, thresholds, ctx)
+            records,
+            lambda line, row: self._case(source, line, row, thresholds, ctx),
+            lambda line, row: _identify(RowReader(source.display, line, row)),
         )
 
     def _case(
@@ -94,8 +96,7 @@ class GoldenSuite:
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
         read.reject_unknown(_FIELDS)
-        case_id = read.id() or fallback_case_id(row)
-        category = read.text("category")
+        case_id, category = _identify(read)
         messages = _messages(read)
         expected = read.text("expected_output")
         keywords = read.text_list("keywords")
@@ -193,6 +194,11 @@ class GoldenSuite:
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         return []
+
+
+def _identify(read: RowReader) -> tuple[str, str | None]:
+    """The case id (or the row's hash) and category: all collection needs of a row."""
+    return read.id() or fallback_case_id(read.row), read.text("category")
 
 
 def _messages(read: RowReader) -> list[Message]:

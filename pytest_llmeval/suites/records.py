@@ -9,7 +9,7 @@ from typing import Any
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import JsonDocument, Record, first_record, iter_jsonl
 from pytest_llmeval.models import EvalCase
-from pytest_llmeval.suites.base import CaseSource, LoadItem
+from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase
 
 
 def read_records(
@@ -39,14 +39,26 @@ def is_envelope(head: bytes) -> bool:
 
 
 def iter_cases(
-    records: Iterator[Record], make: Callable[[int, dict[str, Any]], EvalCase]
+    records: Iterator[Record],
+    make: Callable[[int, dict[str, Any]], EvalCase],
+    identify: Callable[[int, dict[str, Any]], tuple[str, str | None]] | None = None,
 ) -> Iterator[LoadItem]:
-    """Turn records into cases with ``make(line, row)``; a broken record or row yields its error."""
+    """Turn records into cases with ``make(line, row)``; a broken record or row yields its error.
+
+    With ``identify(line, row) -> (case id, category)`` (which must agree with ``make`` and
+    raises CaseFileError for a bad id), rows become :class:`PendingCase` and ``make`` runs when
+    each case is first needed.
+    """
     for record in records:
         if record.error is not None:
             yield record.error
             continue
+        line = record.line or 1
         try:
-            yield make(record.line or 1, record.value)
+            if identify is None:
+                yield make(line, record.value)
+            else:
+                case_id, category = identify(line, record.value)
+                yield PendingCase(case_id, line, category, record.value, make)
         except CaseFileError as exc:
             yield exc

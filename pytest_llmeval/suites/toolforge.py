@@ -60,26 +60,29 @@ class ToolForgeSuite:
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         header, records = read_records(source)
         tier = _tier(source, header)
-        yield from iter_cases(records, lambda line, row: self._case(source, line, row, tier, ctx))
+        yield from iter_cases(
+            records,
+            lambda line, row: self._case(source, line, row, tier, ctx),
+            lambda line, row: _identify(RowReader(source.display, line, row), tier),
+        )
 
     def _case(
         self, source: CaseSource, line: int, row: dict[str, Any], tier: str, ctx: SuiteContext
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
-        case_id = read.id() or fallback_case_id(row)
+        case_id, category = _identify(read, tier)
         description = read.text("description") or ""
         message = read.child("input").text("message") if "input" in row else None
         expect = _expect(read)
         stubs = read.obj("stubs") or {}
         max_turns = read.whole("maxTurns", minimum=1) or ctx.settings.max_turns
-        category = read.text("category") if isinstance(row.get("category"), str) else None
         known = {"id", "description", "input", "expect", "stubs", "maxTurns", "category"}
         return EvalCase(
             case_id=case_id,
             suite=self.name,
             file=source.display,
             line=line,
-            category=category or tier,
+            category=category,
             messages=[Message(role="user", content=message)] if message is not None else [],
             tools=_offered_tools(ctx, expect, stubs),
             tool_mode="stubs" if stubs else "routing",
@@ -165,6 +168,14 @@ class ToolForgeSuite:
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         return tf.format_console_summary(artifacts).splitlines()
+
+
+def _identify(read: RowReader, tier: str) -> tuple[str, str]:
+    """The case id (or the row's hash) and category (a string ``category``, else the tier)."""
+    category = read.row.get("category")
+    if not isinstance(category, str) or not category:
+        category = tier
+    return read.id() or fallback_case_id(read.row), category
 
 
 def _expect(read: RowReader) -> dict[str, Any]:

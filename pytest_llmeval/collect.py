@@ -259,14 +259,20 @@ class EvalItem(pytest.Function):
     def case(self) -> EvalCase | None:
         """The case, built from its row on first use; ``None`` when the row or the record is
         broken (then :attr:`problem` says why)."""
-        pending = self._pending
-        if pending is not None:
-            self._pending = None
+        if self._case is None and self._pending is not None and self.problem is None:
             try:
-                self._case = pending.build()
+                self._case = self._pending.build()
             except CaseFileError as exc:
                 self.problem = exc
         return self._case
+
+    def release(self) -> None:
+        """Drop what the finished item no longer needs (pytest keeps every item to the end):
+        its transcript and result, and the case when it can be built again from its row."""
+        self.transcript = None
+        self.result = None
+        if self._pending is not None:
+            self._case = None
 
     @property
     def runnable(self) -> bool:

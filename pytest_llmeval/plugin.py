@@ -17,7 +17,7 @@ from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.report.artifacts import is_run_dir
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.runners.registry import RunnerRegistry
-from pytest_llmeval.state import LLMEvalState, agent_fingerprint, runner_id, state_key
+from pytest_llmeval.state import LLMEvalState, state_key
 from pytest_llmeval.suites.base import default_suites
 
 # -- options -------------------------------------------------------------------------------
@@ -152,7 +152,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     if isinstance(item, EvalItem):
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            item.release()  # 100,000 finished items must not hold 100,000 transcripts
     with item.config.stash[state_key].dispatcher.in_background():  # cases in flight go on
         return (yield)
 
@@ -171,13 +174,14 @@ def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestRepo
     if result is None:
         return
     agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
-    fp = agent_fingerprint(agent) if agent is not None else None
-    data = result.model_dump(mode="json")
-    if fp is not None:  # set on the dump: what model_copy(update=...) then dump would give
-        data["runner_fingerprint"] = runner_id(fp)
+    fp = None
+    # redacted here, once: the journal, the other processes and the reports see no secret
+    data = state.redactor.value(result.model_dump(mode="json"))
+    if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
+        fp, data["runner_fingerprint"] = state.fingerprint_of(agent)
         report.llmeval_runner = fp  # type: ignore[attr-defined]
     report.llmeval = data  # type: ignore[attr-defined]
-    state.journal.append(state.redactor.value(report.llmeval), fp)
+    state.journal.append(data, fp)
     # junit writes the properties of the teardown report, which copies the item's
     item.user_properties.append(("llmeval.outcome", result.outcome))
     for name, value in sorted(result.scores.items()):

@@ -41,6 +41,7 @@ class LLMEvalState:
         self.settings = settings
         self.suites = suites
         self._markers: set[str] = set()
+        self._last_fingerprint: tuple[Any, dict[str, Any], str] | None = None
         self._order: list[EvalItem] = []
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and RUN_DIR_KEY in workerinput:
@@ -145,6 +146,15 @@ class LLMEvalState:
         return self.dispatcher.transcript(item.nodeid, job, lookup)
 
     # -- results -----------------------------------------------------------------------------
+
+    def fingerprint_of(self, agent: Any) -> tuple[dict[str, Any], str]:
+        """The agent's fingerprint and its hash, worked out once per agent object (the
+        session's agent answers every case; a per-case agent is hashed per case)."""
+        last = self._last_fingerprint
+        if last is None or last[0] is not agent:
+            fp = agent_fingerprint(agent)
+            last = self._last_fingerprint = (agent, fp, runner_id(fp))
+        return last[1], last[2]
 
     def make_result(self, item: EvalItem, score: CaseScore) -> CaseResult:
         case, transcript = item.case, item.transcript

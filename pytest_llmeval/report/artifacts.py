@@ -41,13 +41,17 @@ def plan_run_dir(
     return output_root / f"{now.strftime('%Y%m%dT%H%M%SZ')}_{run_id}", run_id
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: readers see the old file or the new one."""
+def write_text(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, one after the other) to ``path`` atomically: readers see
+    the old file or the new one. Pieces are written as they come, never joined in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                handle.writelines(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -68,5 +72,5 @@ _LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    lines = (_LINE.encode(row) + "\n" for row in rows)
-    write_text(path, "".join(lines))
+    """One JSON line per row, streamed: a row is encoded and written, then dropped."""
+    write_text(path, (_LINE.encode(row) + "\n" for row in rows))

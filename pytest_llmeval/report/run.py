@@ -90,16 +90,24 @@ class RunWriter:
         redact = self.redactor
         for name, value in file_artifacts:
             write_json(self.run_dir / name, redact.value(value))
-        rows = [redact.value(r.model_dump(mode="json", exclude={"events"})) for r in results]
-        write_jsonl(self.run_dir / "results.jsonl", rows)
-        write_jsonl(self.run_dir / "errors.jsonl", (r for r in rows if r["outcome"] == "error"))
+        # Rows are dumped, redacted and written one at a time: at 100,000 cases holding them
+        # all (and a second copy for the page) was most of the session's peak memory.
+        write_jsonl(self.run_dir / "results.jsonl", (self._row(r) for r in results))
+        errors = (self._row(r) for r in results if r.outcome == "error")
+        write_jsonl(self.run_dir / "errors.jsonl", errors)
         write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in events(results)))
         write_json(self.run_dir / "report.json", redact.value(report))
         summary = console.summary_markdown(report, results) + summary_extra
         write_text(self.run_dir / "summary.md", redact.text(summary))
-        shown = [CaseResult.model_validate(row) for row in rows]  # redacted already
-        write_text(self.run_dir / "report.html", render_html(redact.value(report), shown))
+        # results are redacted where they are made (and in the journals they are read from);
+        # the page gets a text pass on top, as every other file does
+        page = render_html(redact.value(report), results)
+        write_text(self.run_dir / "report.html", redact.text(page))
         return sorted([*ARTIFACTS, *(name for name, _ in file_artifacts)])
+
+    def _row(self, result: CaseResult) -> dict[str, Any]:
+        """A case's line of ``results.jsonl``: the result without its events, redacted."""
+        return self.redactor.value(result.model_dump(mode="json", exclude={"events"}))  # type: ignore[no-any-return]
 
 
 def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:

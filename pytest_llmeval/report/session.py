@@ -65,6 +65,10 @@ class SessionReport:
         runner = getattr(report, "llmeval_runner", None)
         if runner and result.runner_fingerprint:
             self.runners.setdefault(result.runner_fingerprint, runner)
+        # taken: the terminal reporter keeps every report to the end, so keep no second copy
+        del report.llmeval
+        if runner is not None:
+            del report.llmeval_runner
 
     # -- writing -----------------------------------------------------------------------------
 

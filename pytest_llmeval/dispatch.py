@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_llmeval.agent import run_agent
+from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run
 from pytest_llmeval.errors import RunnerError
@@ -186,9 +187,7 @@ class Dispatcher:
         async with self._semaphore:
             with case_scope(), case_run(key, self.workspace_root) as run:
                 try:
-                    transcript = await asyncio.wait_for(
-                        run_agent(agent, case, broker), timeout=self.timeout_s
-                    )
+                    transcript = await within(run_agent(agent, case, broker), self.timeout_s)
                 except asyncio.TimeoutError:
                     transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
                 except RunnerError as exc:

@@ -47,6 +47,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 import httpx
 
 from pytest_llmeval import __version__
+from pytest_llmeval.aio import within
 from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.report.redact import public_url
@@ -204,7 +205,7 @@ class JsonHttp:
         tokens = estimate_tokens(body) if self.limiter.counts_tokens else 0
         async with self.limiter.slot(tokens) as slot:
             started = time.perf_counter()
-            response = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+            response = await within(client.post(url, json=body), self.timeout_s)
             status = response.status_code
             wait = retry_after(response.headers.get("retry-after")) if status == 429 else None
             used = usage_tokens(response) if tokens and response.is_success else None

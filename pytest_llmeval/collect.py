@@ -250,10 +250,7 @@ class EvalItem(pytest.Function):
                 self._mark(marker)
 
     def _mark(self, name: str) -> None:
-        """``add_marker(name)`` with one shared, immutable mark per name."""
-        decorator = _mark(name)
-        self.keywords[name] = decorator
-        self.own_markers.append(decorator.mark)
+        self.add_marker(_mark(name))  # one shared, immutable mark per name
 
     @property
     def case(self) -> EvalCase | None:

@@ -160,3 +160,51 @@ def pytest_sessionfinish(session):
     assert len(set(seen.values())) == 1
     run_dir = Path(seen["seen-controller.txt"].split("|")[0])
     assert run_dir.is_absolute() and (run_dir / "report.json").is_file()
+
+
+def test_cases_in_flight_go_on_while_a_plain_test_runs(pytester: pytest.Pytester) -> None:
+    """Cases started ahead keep going while an ordinary test runs between two eval files:
+    the loop is lent to a helper thread for that test, so they finish during it rather than
+    waiting for the next eval item to drive the loop again."""
+    pytester.makeconftest(
+        """
+import asyncio, json, pathlib, time
+from pytest_llmeval.testing.scripted import ScriptedModel
+
+class Clocked(ScriptedModel):
+    # answers "a" at once and the "c" cases after 0.5 s; notes when each one finished
+    finished = {}
+    async def generate(self, request):
+        text = request.messages[-1].content
+        await asyncio.sleep(0.5 if text.startswith("c") else 0.0)
+        Clocked.finished[text] = time.monotonic()
+        return await super().generate(request)
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("clocked", lambda s: Clocked())
+
+def pytest_sessionfinish(session):
+    pathlib.Path("finished.json").write_text(json.dumps(Clocked.finished))
+"""
+    )
+    write_json(pytester, "a.golden.json", [{"id": "a", "input": "a", "expected_output": "a"}])
+    pytester.makepyfile(  # b_test.py: collected between a.golden.json and c.golden.json
+        b_test="""
+import json, pathlib, time
+
+def test_mid():
+    start = time.monotonic()
+    time.sleep(1.0)
+    pathlib.Path("mid.json").write_text(json.dumps([start, time.monotonic()]))
+"""
+    )
+    rows = [{"id": f"c{i}", "input": f"c{i}", "expected_output": f"c{i}"} for i in range(3)]
+    write_json(pytester, "c.golden.json", rows)
+    result = pytester.runpytest("--llmeval-runner", "clocked", "-v")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*a.golden.json::a PASSED*", "*test_mid PASSED*", "*c0 PASSED*"])
+    # without the helper thread they would finish only once c0's item drives the loop again
+    finished = json.loads((pytester.path / "finished.json").read_text())
+    start, end = json.loads((pytester.path / "mid.json").read_text())
+    for case in ("c0", "c1", "c2"):  # started ahead at a's item, done while test_mid slept
+        assert start < finished[case] < end, (case, finished[case] - start)

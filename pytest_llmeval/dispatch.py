@@ -1,26 +1,13 @@
 """Run agents ahead of pytest's item loop, with bounded concurrency (DESIGN §7).
 
-pytest runs one item at a time; model calls are I/O. When an item asks for its transcript, the
-dispatcher also starts the agents of the next items this process will run, so the next item
-usually finds its transcript ready. At most ``concurrency`` agents run at once; up to
-``2 * concurrency`` cases are queued ahead, topped up in one batch whenever no more than
-``concurrency`` are left. A transcript is handed out once and then dropped, so memory stays
-bounded by the look-ahead window.
-
-**Who drives the event loop.** The loop has no thread of its own: pytest's thread runs it
-while an item waits for its transcript (``run_until_complete``), and for one turn when the
-transcript is already there, so replies that arrived meanwhile are read and the window is
-refilled. Between items the loop rests, and replies wait in the socket buffers for the next
-turn. An earlier design ran the loop in a background thread; with a fast model the two threads
-then fought for the GIL on every reply and every hand-over, which cost more per case than
-everything else the plugin does (``benchmarks/RESULTS.md``). Two exceptions:
-
-* while pytest runs a test that is not an eval case, :meth:`Dispatcher.in_background` lends
-  the loop to a helper thread, so the cases already in flight go on (a slow unit test between
-  two eval files does not stall them into their timeouts);
-* if pytest's thread is itself inside a running event loop (an async test framework calling
-  in), the loop is run to completion in a helper thread instead, since a thread can run only
-  one loop at a time.
+pytest runs one item at a time; model calls are I/O. The dispatcher owns an asyncio loop in a
+background thread. When an item asks for its transcript, the dispatcher also queues the agents
+of the next items this process will run, so the next item usually finds its transcript ready.
+At most ``concurrency`` agents run at once; up to ``2 * concurrency`` cases are queued ahead,
+topped up in one batch whenever no more than ``concurrency`` are left (one wake-up of the
+loop per batch, not per case: each wake-up is a write to the loop's self-pipe, and the GIL
+hand-over around it cost the item loop more than anything else per case). A transcript is
+handed out once and then dropped, so memory stays bounded by the look-ahead window.
 
 Results never depend on concurrency: every case runs in its own task with its own cassette
 scope, and nothing a case sees depends on what ran before it.
@@ -30,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
+import functools
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,91 +41,65 @@ JobLookup = Callable[[int], Job | None]
 
 
 class Dispatcher:
-    """An event loop driven from pytest's thread, plus a run-ahead window over the items of
-    this process. Use it from one thread (pytest's)."""
+    """Background event loop plus a run-ahead window over the items of this process."""
 
     def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.workspace_root = workspace_root
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._helper: threading.Thread | None = None
-        """The thread the loop is lent to while a non-eval test runs (see in_background)."""
-        self._tasks: dict[str, asyncio.Task[Transcript]] = {}
+        self._futures: dict[str, concurrent.futures.Future[Transcript]] = {}
         self._order: list[str] = []
         self._position: dict[str, int] = {}
         self._frontier = 0
         """Positions of the run order below this one have been considered for run-ahead."""
+        self._lock = threading.Lock()
 
-    # -- the loop ------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        self._take_back()
         if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            self._semaphore = asyncio.Semaphore(self.concurrency)
-        return self._loop
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
 
-    def _drive(self, awaitable: Awaitable[T]) -> T:
-        """Run the loop in this thread until ``awaitable`` is done (at least one turn)."""
-        loop = self._ensure_loop()
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return loop.run_until_complete(awaitable)
-        # this thread is inside another loop already: run ours in a helper thread meanwhile
-        with concurrent.futures.ThreadPoolExecutor(1, "llmeval-dispatch") as pool:
-            return pool.submit(loop.run_until_complete, awaitable).result()
+            def main() -> None:
+                asyncio.set_event_loop(loop)
+                self._semaphore = asyncio.Semaphore(self.concurrency)
+                ready.set()
+                loop.run_forever()
+
+            self._thread = threading.Thread(target=main, name="llmeval-dispatch", daemon=True)
+            self._thread.start()
+            ready.wait()
+            self._loop = loop
+        return self._loop
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the dispatcher's loop and wait for its result."""
-        return self._drive(coro)
-
-    @contextlib.contextmanager
-    def in_background(self) -> Iterator[None]:
-        """While the block runs (another test), let a helper thread drive the cases in flight."""
-        if self._loop is None or self._helper is not None or not self._tasks:
-            yield
-            return
-        helper = threading.Thread(target=self._loop.run_forever, name="llmeval-dispatch")
-        helper.daemon = True
-        self._helper = helper
-        helper.start()
-        try:
-            yield
-        finally:
-            self._take_back()
-
-    def _take_back(self) -> None:
-        """Stop the helper thread, if the loop is lent out, and wait until it has let go."""
-        helper, self._helper = self._helper, None
-        if helper is None:
-            return
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        helper.join()
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
 
     def close(self) -> None:
-        """Cancel what is still running and close the loop."""
-        self._take_back()
+        """Cancel what is still running and stop the loop."""
         loop, self._loop = self._loop, None
-        tasks, self._tasks = list(self._tasks.values()), {}
         if loop is None:
             return
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
 
         async def _cancel_all() -> None:
-            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in pending:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*pending, *tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        try:
-            loop.run_until_complete(_cancel_all())
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
+        asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        loop.close()
 
     # -- run order ---------------------------------------------------------------------------
 
@@ -151,36 +112,54 @@ class Dispatcher:
     # -- transcripts -------------------------------------------------------------------------
 
     def transcript(self, key: str, job: Job, lookup: JobLookup | None = None) -> Transcript:
-        """The transcript of case ``key``; starts the next cases of the run order on the way."""
-        loop = self._ensure_loop()
-        task = self._tasks.get(key)
-        if task is None:
-            task = self._start(loop, key, job)
-            missed = True  # not started ahead: look ahead from here again
-        else:
-            missed = False
-        position = self._position.get(key)
-        if lookup is not None and position is not None:
-            left = self._frontier - position - 1
-            if missed or left <= self.concurrency:
-                end = min(len(self._order), position + 1 + 2 * self.concurrency)
-                for ahead in range(position + 1, end):
-                    next_key = self._order[ahead]
-                    if next_key in self._tasks:
-                        continue
-                    next_job = lookup(ahead)
-                    if next_job is not None:
-                        self._start(loop, next_key, next_job)
-                self._frontier = max(self._frontier, end)
+        """The transcript of case ``key``; queues the next cases of the run order on the way."""
+        batch: list[tuple[str, Job]] = []
+        with self._lock:
+            future = self._futures.get(key)
+            missed = future is None  # not queued ahead: look ahead from here again
+            if future is None:
+                batch.append((key, job))
+            position = self._position.get(key)
+            if lookup is not None and position is not None:
+                left = self._frontier - position - 1
+                if missed or left <= self.concurrency:
+                    end = min(len(self._order), position + 1 + 2 * self.concurrency)
+                    for ahead in range(position + 1, end):
+                        next_key = self._order[ahead]
+                        if next_key in self._futures:
+                            continue
+                        next_job = lookup(ahead)
+                        if next_job is not None:
+                            batch.append((next_key, next_job))
+                    self._frontier = max(self._frontier, end)
+            futures = self._submit(batch)
+        future = future or futures[0]
         try:
-            return self._drive(task)
+            return future.result()
         finally:
-            self._tasks.pop(key, None)
+            with self._lock:
+                self._futures.pop(key, None)
 
-    def _start(self, loop: asyncio.AbstractEventLoop, key: str, job: Job) -> asyncio.Task[Any]:
-        task = loop.create_task(self._run(key, *job))
-        self._tasks[key] = task
-        return task
+    def _submit(self, batch: list[tuple[str, Job]]) -> list[concurrent.futures.Future[Transcript]]:
+        """Start ``batch`` on the loop with a single wake-up; one future per case, in order."""
+        if not batch:
+            return []
+        futures: list[concurrent.futures.Future[Transcript]] = []
+        for key, _job in batch:
+            future: concurrent.futures.Future[Transcript] = concurrent.futures.Future()
+            self._futures[key] = future
+            futures.append(future)
+        jobs = [(key, job, f) for (key, job), f in zip(batch, futures, strict=True)]
+        self._ensure_loop().call_soon_threadsafe(self._spawn, jobs)
+        return futures
+
+    def _spawn(self, jobs: list[tuple[str, Job, concurrent.futures.Future[Transcript]]]) -> None:
+        """In the loop: one task per case, its outcome copied to the case's future."""
+        for key, job, future in jobs:
+            if future.cancelled():
+                continue
+            task = asyncio.ensure_future(self._run(key, *job))
+            task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         assert self._semaphore is not None
@@ -197,6 +176,22 @@ class Dispatcher:
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
+
+
+def _settle(
+    future: concurrent.futures.Future[Transcript], task: asyncio.Future[Transcript]
+) -> None:
+    """Copy a finished task's outcome to the future the item loop waits on."""
+    if task.cancelled():
+        future.cancel()
+        return
+    if not future.set_running_or_notify_cancel():
+        return  # cancelled by close() in the meantime
+    exc = task.exception()
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(task.result())
 
 
 def _fault(message: str, kind: str) -> Transcript:

@@ -151,13 +151,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    if isinstance(item, EvalItem):
-        try:
-            return (yield)
-        finally:
-            item.release()  # 100,000 finished items must not hold 100,000 transcripts
-    with item.config.stash[state_key].dispatcher.in_background():  # cases in flight go on
+    try:
         return (yield)
+    finally:
+        if isinstance(item, EvalItem):
+            item.release()  # 100,000 finished items must not hold 100,000 transcripts
 
 
 @pytest.hookimpl(wrapper=True)

@@ -164,8 +164,8 @@ def pytest_sessionfinish(session):
 
 def test_cases_in_flight_go_on_while_a_plain_test_runs(pytester: pytest.Pytester) -> None:
     """Cases started ahead keep going while an ordinary test runs between two eval files:
-    the loop is lent to a helper thread for that test, so they finish during it rather than
-    waiting for the next eval item to drive the loop again."""
+    the dispatcher's loop has a thread of its own, so they finish during that test rather
+    than when the next eval item asks for its transcript."""
     pytester.makeconftest(
         """
 import asyncio, json, pathlib, time
@@ -203,7 +203,6 @@ def test_mid():
     result = pytester.runpytest("--llmeval-runner", "clocked", "-v")
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["*a.golden.json::a PASSED*", "*test_mid PASSED*", "*c0 PASSED*"])
-    # without the helper thread they would finish only once c0's item drives the loop again
     finished = json.loads((pytester.path / "finished.json").read_text())
     start, end = json.loads((pytester.path / "mid.json").read_text())
     for case in ("c0", "c1", "c2"):  # started ahead at a's item, done while test_mid slept

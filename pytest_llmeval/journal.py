@@ -87,7 +87,7 @@ def read_results(
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
                     entry = json.loads(line)
-                    result = CaseResult.model_validate(entry["result"])
+                    result = CaseResult.kept(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
                 if result.outcome in FINAL_OUTCOMES or not final_only:

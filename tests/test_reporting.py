@@ -153,3 +153,27 @@ def test_manifest_records_git_and_a_filtered_environment(
     write_json(scripted, "qa.golden.json", CASES[:2])  # a tracked file changes: dirty
     scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "run2")
     assert json.loads((scripted.path / "run2/manifest.json").read_text())["git"]["dirty"] is True
+
+
+def test_results_kept_for_the_session_share_one_field_set() -> None:
+    """``CaseResult.kept`` is the validated result, holding a field-name set shared by every
+    kept result; a copy with an update still gets a set of its own."""
+    from pytest_llmeval.models import CaseResult
+
+    full = CaseResult(
+        case_id="c1", suite="golden", file="x.jsonl", line=3, nodeid="x.jsonl::c1",
+        outcome="passed", passed=True, scores={"exact_match": 1.0}, response="hi",
+        events=[{"type": "model_call", "turn": 1}],
+    ).model_dump(mode="json")  # fmt: skip
+    first, second = CaseResult.kept(full), CaseResult.kept(full)
+    assert first == CaseResult.model_validate(full)
+    assert first.model_dump(mode="json") == full
+    assert first.model_fields_set is second.model_fields_set
+    assert first.model_fields_set == set(CaseResult.model_fields)
+    changed = first.model_copy(update={"outcome": "error"})
+    assert (changed.outcome, first.outcome) == ("error", "passed")
+    assert changed.model_fields_set is not first.model_fields_set
+    partial = {k: full[k] for k in ("case_id", "suite", "file", "line", "nodeid", "outcome")}
+    partial["passed"] = False
+    kept = CaseResult.kept(partial)  # not every field given: its own set, as pydantic makes it
+    assert kept.model_fields_set == set(partial)

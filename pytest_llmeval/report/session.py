@@ -60,7 +60,7 @@ class SessionReport:
         data = getattr(report, "llmeval", None)
         if data is None:
             return
-        result = CaseResult.model_validate(data)
+        result = CaseResult.kept(data)
         self.results[result.nodeid] = result
         runner = getattr(report, "llmeval_runner", None)
         if runner and result.runner_fingerprint:

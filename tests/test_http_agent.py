@@ -338,9 +338,6 @@ def test_concurrent_sends_overlap_on_the_server(srv: ScriptedServer) -> None:
     results = asyncio.run(go())
     assert [r.response for r in results] == ["slow"] * 4
     assert srv.max_concurrent > 1
-    deadline = time.monotonic() + 5  # a handler counts itself done just after its last write
-    while srv.in_flight and time.monotonic() < deadline:
-        time.sleep(0.01)
     assert srv.in_flight == 0
 
 

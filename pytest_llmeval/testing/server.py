@@ -241,7 +241,8 @@ class ScriptedServer:
 
     @property
     def in_flight(self) -> int:
-        """Requests being handled right now."""
+        """Requests received and not answered yet (the count drops just before the answer's
+        body is sent, so it never exceeds what the client has outstanding)."""
         with self._lock:
             return self._in_flight
 
@@ -465,12 +466,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             is_json=is_json,
             received_at=time.monotonic(),
         )
+        # Counted down before the client can have the whole answer (before the body, or the
+        # drop), so in_flight never exceeds the requests the client still has outstanding: a
+        # client that sends its next request on the answer is not seen as one more at once.
+        done = False
         try:
             reply = owner._answer(request)
-            if reply.delay_s and owner._stopping.wait(reply.delay_s):
-                self._drop()
-                return
-            if reply.drop:
+            if (reply.delay_s and owner._stopping.wait(reply.delay_s)) or reply.drop:
+                owner._done()
+                done = True
                 self._drop()
                 return
             status, reply_headers, payload = reply.encode()
@@ -481,9 +485,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
+            owner._done()
+            done = True
             self.wfile.write(payload)
         finally:
-            owner._done()
+            if not done:
+                owner._done()
 
     def _drop(self) -> None:
         self.close_connection = True

@@ -83,9 +83,8 @@ def test_cases_ahead_finish_while_the_caller_does_other_work(tmp_path: Path) -> 
         while not ahead <= set(agent.finished) and time.monotonic() < deadline:
             time.sleep(0.01)  # the caller is busy elsewhere; nobody asks for a transcript
         assert ahead <= set(agent.finished)
-        started = time.perf_counter()
-        assert _transcript(dispatcher, jobs, "case1") == "answer case1"  # ready: no wait
-        assert time.perf_counter() - started < 0.05
+        assert _transcript(dispatcher, jobs, "case1") == "answer case1"
+        assert sorted(agent.finished) == sorted({*agent.finished})  # none ran twice
     finally:
         dispatcher.close()
 
@@ -110,7 +109,5 @@ def test_close_cancels_what_is_still_running(tmp_path: Path) -> None:
     jobs = _jobs(agent, tmp_path)
     dispatcher = _dispatcher(jobs)
     _transcript(dispatcher, jobs, "case0")  # the slow ones are in flight behind it
-    started = time.perf_counter()
-    dispatcher.close()
-    assert time.perf_counter() - started < 5
+    dispatcher.close()  # cancels them: had it waited for them, they would have finished
     assert agent.finished == ["case0"]

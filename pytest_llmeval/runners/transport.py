@@ -26,19 +26,14 @@ import asyncio
 import ssl
 from typing import Literal
 
+import aiohttp
 import httpx
+import httpx_aiohttp
 
 TRANSPORTS = ("aiohttp", "httpx")
 DEFAULT_TRANSPORT = "aiohttp"
 
 FaultKind = Literal["timeout", "connection", "unsendable"]
-
-try:  # a dependency; guarded so a broken aiohttp install still leaves the httpx transport
-    import aiohttp
-    import httpx_aiohttp
-except ImportError:  # pragma: no cover - both are install requirements
-    aiohttp = None  # type: ignore[assignment]
-    httpx_aiohttp = None  # type: ignore[assignment]
 
 
 def make_transport(kind: str, verify: ssl.SSLContext) -> httpx.AsyncBaseTransport | None:
@@ -47,11 +42,6 @@ def make_transport(kind: str, verify: ssl.SSLContext) -> httpx.AsyncBaseTranspor
         return None
     if kind != "aiohttp":
         raise ValueError(f"unknown HTTP transport {kind!r}; known: {', '.join(TRANSPORTS)}")
-    if httpx_aiohttp is None:
-        raise ImportError(
-            "--llmeval-http-transport aiohttp needs the httpx-aiohttp package "
-            "(pip install httpx-aiohttp), or use --llmeval-http-transport httpx"
-        )
 
     def session() -> aiohttp.ClientSession:
         # No connection cap of its own: the runner's concurrency and the session limits bound
@@ -64,39 +54,33 @@ def make_transport(kind: str, verify: ssl.SSLContext) -> httpx.AsyncBaseTranspor
     return _AiohttpTransport(client=session)
 
 
-if httpx_aiohttp is not None:
-
-    class _AiohttpTransport(httpx_aiohttp.AiohttpTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            if request.url.userinfo:
-                # httpx has turned URL credentials into an Authorization header already;
-                # aiohttp refuses a request that carries both
-                request.url = request.url.copy_with(userinfo=b"")
-            return await super().handle_async_request(request)
+class _AiohttpTransport(httpx_aiohttp.AiohttpTransport):
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.userinfo:
+            # httpx has turned URL credentials into an Authorization header already; aiohttp
+            # refuses a request that carries both
+            request.url = request.url.copy_with(userinfo=b"")
+        return await super().handle_async_request(request)
 
 
 def fault_kind(exc: BaseException) -> FaultKind | None:
     """What a transport exception means, or ``None`` if it is not a transport fault."""
     cause = exc
-    if aiohttp is not None and isinstance(exc.__cause__, aiohttp.ClientError):
+    if isinstance(exc.__cause__, aiohttp.ClientError):
         cause = exc.__cause__  # httpx-aiohttp's mapping is lossy; judge by the original
     if isinstance(cause, (asyncio.TimeoutError, httpx.TimeoutException)):
         return "timeout"  # aiohttp's ServerTimeoutError is an asyncio.TimeoutError too
-    if isinstance(cause, (httpx.UnsupportedProtocol, httpx.LocalProtocolError)):
+    unsendable = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, aiohttp.InvalidURL)
+    if isinstance(cause, (*unsendable, aiohttp.NonHttpUrlClientError)):
         return "unsendable"
-    unsendable = (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) if aiohttp else ()
-    if isinstance(cause, unsendable):
-        return "unsendable"
-    if isinstance(cause, httpx.TransportError):
-        return "connection"
-    if aiohttp is not None and isinstance(cause, aiohttp.ClientError):
+    if isinstance(cause, (httpx.TransportError, aiohttp.ClientError)):
         return "connection"
     return None
 
 
 def describe(exc: BaseException) -> str:
     """``Type: detail`` of the fault, naming aiohttp's own error rather than httpx's mapping."""
-    if aiohttp is not None and isinstance(exc.__cause__, aiohttp.ClientError):
+    if isinstance(exc.__cause__, aiohttp.ClientError):
         exc = exc.__cause__
     detail = str(exc).strip()
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__

@@ -66,8 +66,9 @@ def measure(
     empty = write_files(root / f"n{n}" / "empty", {"test_empty.py": "def test_x():\n    pass\n"})
     env = clean_env()
     only = ("--collect-only",) if mode == "collect" else ()
+    runner = ("--llmeval-runner", "echo") if mode == "run" else ()
     runs = root / f"n{n}" / "runs"  # each run dir is removed once measured
-    collect = pytest_command(*only, "--llmeval-runner", "echo", "--llmeval-output-root", str(runs))
+    collect = pytest_command(*only, *runner, "--llmeval-output-root", str(runs))
     without = pytest_command(*only, "-p", "no:llmeval")
 
     def plugin(env: dict[str, str]) -> Sample:

@@ -6,6 +6,9 @@
   executed, and the loop ends after the first model call.
 * :class:`EndpointAgent` hands the user message to an :class:`AgentEndpoint` that runs its own
   tools and reports them.
+* A case with :attr:`~pytest_llmeval.models.EvalCase.choices` (multiple choice by
+  log-likelihood) is not generated at all: :func:`score_choices` asks the runner's
+  ``loglikelihood`` for every option, in one call, so a runner can share the context's work.
 * :func:`run_agent` runs any agent a user plugs in (sync or async, a ``run`` method or a plain
   callable) and turns what it returns into a :class:`Transcript`.
 """
@@ -15,13 +18,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 import time
 from typing import Any, Literal, Protocol
 
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import emit
 from pytest_llmeval.errors import RunnerError
-from pytest_llmeval.models import EvalCase, Message, ToolCallRecord, Transcript, Usage
+from pytest_llmeval.models import (
+    EvalCase,
+    LoglikRequest,
+    Message,
+    ToolCallRecord,
+    Transcript,
+    Usage,
+)
 from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse, GenerateRequest, Runner
 
 
@@ -41,6 +52,8 @@ class LoopAgent:
         return self.runner.fingerprint()
 
     async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
+        if case.choices is not None:
+            return await score_choices(self.runner, case)
         start = time.perf_counter()
         messages = list(case.messages)
         records: list[ToolCallRecord] = []
@@ -131,10 +144,47 @@ class EndpointAgent:
         return self.endpoint.fingerprint()
 
     async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
+        if case.choices is not None:
+            return await score_choices(self.endpoint, case)
         start = time.perf_counter()
         reply = await self.endpoint.send(case.user_message)
         wall_ms = (time.perf_counter() - start) * 1000
         return to_transcript(reply, case, wall_ms)
+
+
+async def score_choices(runner: Any, case: EvalCase) -> Transcript:
+    """Score a multiple-choice case: the log-likelihood of each option given the context."""
+    assert case.choices is not None
+    score = getattr(runner, "loglikelihood", None)
+    if not callable(score):
+        raise RunnerError(
+            f"runner {getattr(runner, 'name', type(runner).__name__)!r} cannot score "
+            "log-likelihoods, which this case needs (When2Call protocol mcq-loglik); use a "
+            "runner that can (hf, openai with a /completions endpoint, replay of one) or "
+            "protocol: mcq-string",
+            kind="agent",
+        )
+    start = time.perf_counter()
+    task = case.choices
+    requests = [LoglikRequest(context=task.context, continuation=c) for c in task.continuations]
+    logliks = await score(requests)
+    if len(logliks) != len(requests):
+        raise RunnerError(
+            f"loglikelihood answered {len(logliks)} scores for {len(requests)} options",
+            kind="protocol",
+        )
+    bad = [i for i, x in enumerate(logliks) if not math.isfinite(x.logprob_sum)]
+    if bad:  # an error for the case, never a silent pick among the rest
+        values = ", ".join(f"option {i}: {logliks[i].logprob_sum}" for i in bad)
+        raise RunnerError(f"non-finite log-likelihood ({values})", kind="protocol")
+    emit("loglikelihood", options=len(requests))
+    return Transcript(
+        messages=list(case.messages),
+        logliks=list(logliks),
+        turns=1,
+        stop_reason="final",
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
 
 
 def default_agent(runner: Runner | AgentEndpoint) -> LoopAgent | EndpointAgent:

@@ -74,6 +74,33 @@ class Usage(_Model):
         )
 
 
+class LoglikRequest(_Model):
+    """Score ``continuation`` given ``context`` (lm-eval's loglikelihood request)."""
+
+    context: str
+    """The text the model is conditioned on (not scored)."""
+    continuation: str
+    """The text whose log-probability is summed."""
+
+
+class Loglik(_Model):
+    """The log-likelihood of one :class:`LoglikRequest`'s continuation."""
+
+    logprob_sum: float
+    """Sum of the natural-log probabilities of the continuation's tokens."""
+    token_count: int
+    """How many tokens the continuation was scored over (for per-token normalisation)."""
+    is_greedy: bool | None = None
+    """Whether every continuation token was the model's top choice; ``None`` when unknown."""
+    char_length: int
+    """``len(continuation)`` in characters."""
+    byte_length: int
+    """Length of the continuation in UTF-8 bytes (for per-byte normalisation)."""
+    truncated: int | None = None
+    """Tokens cut from the left of context + continuation to fit the model's length (lm-eval's
+    rule); ``None`` when the backend does not say (an HTTP endpoint)."""
+
+
 class ToolCallRecord(_Model):
     """What happened to one tool call in a transcript (a superset of tool-forge's record)."""
 
@@ -92,6 +119,15 @@ class ToolCallRecord(_Model):
     (routing-only), or the user's agent endpoint."""
     arguments_error: str | None = None
     """Raw argument text the model sent that was not a JSON object."""
+
+
+class ChoiceTask(_Model):
+    """Multiple choice by log-likelihood: score each continuation of one shared context."""
+
+    context: str
+    """The prompt every option continues (not scored)."""
+    continuations: list[str]
+    """The options as scored text (delimiter included), in the suite's fixed order."""
 
 
 class EvalCase(_Model):
@@ -126,6 +162,9 @@ class EvalCase(_Model):
     """Everything else the case carried."""
     fingerprint: str = ""
     """sha256 of the case's canonical JSON: aligns results across runs and keys resume."""
+    choices: ChoiceTask | None = None
+    """Set when the case is scored by log-likelihood instead of generation (When2Call
+    ``mcq-loglik``): the agent asks the runner to score these continuations."""
     skip_reason: str | None = None
     """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
@@ -165,6 +204,8 @@ class Transcript(_Model):
     """The fault's kind (``timeout``, ``http``, ``protocol``, ``cassette``, ...)."""
     events: list[dict[str, Any]] = Field(default_factory=list)
     """The case's event stream (model calls, tool calls, what the agent emitted)."""
+    logliks: list[Loglik] = Field(default_factory=list)
+    """For a :class:`ChoiceTask` case: one score per continuation, in order."""
 
 
 class CaseScore(_Model):

@@ -80,9 +80,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if is_run_dir(collection_path) else None
 
 
+EXPLICIT_SUFFIXES = (".json", ".jsonl")
+"""A data file named on the command line is looked at whatever its name (as pytest collects a
+test module given by path); a suite then claims it by content."""
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile | None:
     state = parent.config.stash[state_key]
-    if not any(fnmatch.fnmatch(file_path.name, g) for g in state.settings.file_globs):
+    named = file_path.suffix in EXPLICIT_SUFFIXES and parent.session.isinitpath(file_path)
+    if not named and not any(fnmatch.fnmatch(file_path.name, g) for g in state.settings.file_globs):
         return None
     if state.is_support_file(file_path):
         return None  # tool fixtures and cassettes are inputs, not cases

@@ -30,6 +30,7 @@ DEFAULT_FILE_GLOBS = (
     "*.labeled.json",
     "*.eval.json",
     "*.eval.jsonl",
+    "when2call_*.jsonl",
     "*.llmeval.yaml",
 )
 

@@ -101,7 +101,10 @@ def test_manifest_with_unknown_suite_is_an_error_item(scripted: pytest.Pytester)
     write_json(scripted, "ok.golden.json", GOLDEN[:1])
     result = scripted.runpytest("--llmeval-runner", "echo", "-q")
     result.stdout.fnmatch_lines(
-        ["x.llmeval.yaml:2: suite: unknown suite 'nope'; known suites: toolforge, golden*"]
+        [
+            "x.llmeval.yaml:2: suite: unknown suite 'nope'; "
+            "known suites: toolforge, when2call, golden*"
+        ]
     )
     result.assert_outcomes(failed=1, errors=1)
 

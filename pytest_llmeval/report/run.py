@@ -100,13 +100,24 @@ class RunWriter:
         write_jsonl(self.run_dir / "errors.jsonl", errors)
         write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in events(results)))
         write_json(self.run_dir / "report.json", redact.value(report))
-        summary = console.summary_markdown(report, results) + summary_extra
+        summary = console.summary_markdown(report, results) + self._suite_markdown(file_artifacts)
+        summary += summary_extra
         write_text(self.run_dir / "summary.md", redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);
         # the page gets a text pass on top, as every other file does
         page = render_html(redact.value(report), results)
         write_text(self.run_dir / "report.html", redact.text(page))
         return sorted([*ARTIFACTS, *(name for name, _ in file_artifacts)])
+
+    def _suite_markdown(self, file_artifacts: Sequence[tuple[str, Any]]) -> str:
+        """The sections suites add to ``summary.md`` for their per-file artifacts."""
+        lines: list[str] = []
+        for name, value in file_artifacts:
+            suite = self.suites.get(name.split("/", 1)[0])
+            section = getattr(suite, "markdown_lines", None)
+            if section is not None:
+                lines += ["", *section(value)]
+        return "\n".join(lines)
 
     def _row(self, result: CaseResult) -> dict[str, Any]:
         """A case's line of ``results.jsonl``: the result without its events, redacted."""

@@ -14,7 +14,27 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from pytest_llmeval.models import Message, ToolCall, ToolCallRecord, ToolSpec, Usage, _Model
+from pytest_llmeval.models import (
+    Loglik,
+    LoglikRequest,
+    Message,
+    ToolCall,
+    ToolCallRecord,
+    ToolSpec,
+    Usage,
+    _Model,
+)
+
+__all__ = [
+    "AgentEndpoint",
+    "AgentResponse",
+    "Completion",
+    "GenerateRequest",
+    "Loglik",
+    "LoglikRequest",
+    "Runner",
+    "SupportsLoglikelihood",
+]
 
 
 class GenerateRequest(_Model):
@@ -77,30 +97,6 @@ class Runner(Protocol):
     #     async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]
     #
     # (one answer per request, in order; faults raise RunnerError). See SupportsLoglikelihood.
-
-
-class LoglikRequest(_Model):
-    """Score ``continuation`` given ``context`` (lm-eval's loglikelihood request)."""
-
-    context: str
-    """The text the model is conditioned on (not scored)."""
-    continuation: str
-    """The text whose log-probability is summed."""
-
-
-class Loglik(_Model):
-    """The log-likelihood of one :class:`LoglikRequest`'s continuation."""
-
-    logprob_sum: float
-    """Sum of the natural-log probabilities of the continuation's tokens."""
-    token_count: int
-    """How many tokens the continuation was scored over (for per-token normalisation)."""
-    is_greedy: bool | None = None
-    """Whether every continuation token was the model's top choice; ``None`` when unknown."""
-    char_length: int
-    """``len(continuation)`` in characters."""
-    byte_length: int
-    """Length of the continuation in UTF-8 bytes (for per-byte normalisation)."""
 
 
 @runtime_checkable

@@ -26,10 +26,11 @@ copied; ``latency_ms`` is the wall time of the successful HTTP attempt.
 with ``prompt = context + continuation``, ``echo: true``, ``logprobs: 1``, ``max_tokens: 0``
 and ``temperature: 0``. A server that rejects ``max_tokens: 0`` (HTTP 400 or 422) is asked
 again with ``max_tokens: 1``, and every later call of this runner uses 1; the generated token
-is never scored (only tokens whose ``text_offset`` lies inside the prompt are). The
-continuation's tokens are those from the first one starting at ``len(context)``; when no token
-starts exactly there (a token straddles the boundary), the straddling token counts as part of
-the continuation. ``is_greedy`` compares each token with its ``top_logprobs`` entry (``None``
+is never scored (only tokens whose ``text_offset`` lies inside the prompt are). As in
+lm-evaluation-harness, the context's trailing whitespace belongs to the continuation: the
+continuation's tokens are those from the first one starting at ``len(context.rstrip())``;
+when no token starts exactly there (a token straddles the boundary), the straddling token
+counts as part of the continuation. ``is_greedy`` compares each token with its ``top_logprobs`` entry (``None``
 when the server sends none). A missing ``text_offset`` is rebuilt from the token texts when
 they spell the prompt exactly. ``extra_body`` is merged into these requests too, but cannot
 change ``model``, ``prompt``, ``echo``, ``logprobs``, ``max_tokens`` or ``temperature``.
@@ -404,7 +405,8 @@ class OpenAIRunner(AsyncClosing):
         offsets: list[int] = raw_offsets
         top = logprobs.get("top_logprobs")
         in_prompt = [i for i, offset in enumerate(offsets) if offset < len(prompt)]
-        scored = _continuation_tokens(in_prompt, offsets, len(request.context))
+        # lm-eval moves the context's trailing whitespace to the continuation
+        scored = _continuation_tokens(in_prompt, offsets, len(request.context.rstrip()))
         if not request.continuation:
             scored = []
         total = 0.0

@@ -137,6 +137,9 @@ class Suite(Protocol):
         """Lines for the terminal summary from this suite's ``file_artifacts``."""
         ...
 
+    # Optional: ``markdown_lines(artifacts) -> list[str]``, a section of ``summary.md`` for
+    # one of this suite's ``file_artifacts`` (When2Call's headline and confusion matrix).
+
 
 class SuiteRegistry:
     """Suites by name, in the order they are asked to claim files."""
@@ -165,9 +168,11 @@ def default_suites() -> SuiteRegistry:
     from pytest_llmeval.suites.gaia import GaiaSuite
     from pytest_llmeval.suites.golden import GoldenSuite
     from pytest_llmeval.suites.toolforge import ToolForgeSuite
+    from pytest_llmeval.suites.when2call import When2CallSuite
 
     registry = SuiteRegistry()
     registry.register(ToolForgeSuite())
+    registry.register(When2CallSuite())
     registry.register(GoldenSuite())
     registry.register(GaiaSuite())
     return registry

@@ -111,7 +111,7 @@ def _import() -> tuple[Any, Any, Any]:
     return tokenizers, torch, transformers
 
 
-def build_tokenizer(vocab_size: int = 512) -> Any:
+def build_tokenizer(vocab_size: int = 512, model_max_length: int = 512) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` trained on :data:`CORPUS`."""
     tokenizers, _, transformers = _import()
     from tokenizers import decoders, models, pre_tokenizers, trainers
@@ -135,7 +135,7 @@ def build_tokenizer(vocab_size: int = 512) -> Any:
         additional_special_tokens=[IM_START],
         chat_template=CHAT_TEMPLATE,
         padding_side="left",
-        model_max_length=512,
+        model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )
 
@@ -148,12 +148,17 @@ def build_tiny_model(
     hidden: int = 32,
     layers: int = 2,
     heads: int = 4,
+    kv_heads: int | None = None,
+    intermediate: int | None = None,
+    max_positions: int = 512,
 ) -> Path:
     """Build and save a tiny random Llama checkpoint and its tokenizer into ``path``.
 
     Deterministic: the same arguments write the same bytes. ``vocab_size`` is the BPE
     vocabulary (the byte alphabet and control tokens included; at least 300); the model's
-    embedding matrix also covers the tool-call tags added after training.
+    embedding matrix also covers the tool-call tags added after training. ``kv_heads``
+    (default ``heads``) and ``intermediate`` (default ``2 * hidden``) shape the layers;
+    ``max_positions`` is the context length of the model and the tokenizer.
     """
     _, torch, transformers = _import()
     if vocab_size < 300:
@@ -162,15 +167,15 @@ def build_tiny_model(
         raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(vocab_size)
+    tokenizer = build_tokenizer(vocab_size, max_positions)
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
-        intermediate_size=2 * hidden,
+        intermediate_size=intermediate or 2 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=512,
+        num_key_value_heads=kv_heads or heads,
+        max_position_embeddings=max_positions,
         # Large initial weights make the logits peaky, so greedy decoding never sits on a
         # near-tie that float rounding (batched vs one at a time) could flip.
         initializer_range=0.5,

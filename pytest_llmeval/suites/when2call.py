@@ -1,0 +1,375 @@
+"""The When2Call suite: should the model answer, call a tool, ask, or decline?
+
+Rows are the upstream files as they are (``uuid``, ``question``, ``answers`` with the four
+candidate responses, ``correct_answer``, ``tools`` as JSON strings). One row is one case;
+the case id is its ``uuid`` and its category (so its ``-m`` marker) is ``correct_answer``. A
+manifest chooses the protocol::
+
+    suite: when2call
+    data: data/when2call_test_llm_judge.jsonl
+    protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge (not yet)
+    prompt_format: default   # default | hermes | qwen2_5 | llama3_2 | xlam | functionary
+    score: acc_norm          # acc_norm (default) | acc | acc_bytes | acc_tokens
+    target_delimiter: ""     # between the prompt and each option, as the official YAML
+
+Without a manifest, a file whose rows have that shape is claimed with these defaults.
+
+* **mcq-loglik** (the official protocol, lm-evaluation-harness's multiple choice): the four
+  options, always in the order :data:`LABELS`, are scored as continuations of the format's
+  prompt (:mod:`~pytest_llmeval.suites.when2call_prompts`) by the runner's
+  ``loglikelihood``. ``acc`` takes the arg-max of the summed log-likelihoods; ``acc_norm``
+  of LL / option length in characters (lm-eval's ``acc_norm``); first index on ties. Named
+  extensions: ``acc_bytes`` (UTF-8 bytes) and ``acc_tokens`` (continuation tokens). A case
+  whose four scores are not all finite is an error, never a pick.
+* **mcq-string** (an extension from the third-party API suite): a chat prompt lists the
+  options as 0-3; the first digit 0-3 of the reply is the choice, and a reply without one is
+  ``unparsed`` (counted; the case fails; the reply is kept).
+
+A case passes iff the prediction of the ``score`` rule is the gold label. Dataset metrics are
+in :mod:`~pytest_llmeval.suites.when2call_metrics`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pytest_llmeval.errors import CaseFileError, RunnerError
+from pytest_llmeval.models import CaseResult, CaseScore, ChoiceTask, EvalCase, Message, Transcript
+from pytest_llmeval.scoring.classification import argmax_first
+from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
+from pytest_llmeval.suites.fields import RowReader
+from pytest_llmeval.suites.records import first_row, iter_cases, read_records
+from pytest_llmeval.suites.when2call_metrics import LABELS, aggregate, console, markdown
+from pytest_llmeval.suites.when2call_prompts import (
+    FORMATS,
+    PromptFormat,
+    build_prompt,
+    tool_call_option,
+)
+
+Protocol = Literal["mcq-loglik", "mcq-string", "judge"]
+ScoreRule = Literal["acc_norm", "acc", "acc_bytes", "acc_tokens"]
+PROTOCOLS: tuple[Protocol, ...] = ("mcq-loglik", "mcq-string", "judge")
+SCORE_RULES: tuple[ScoreRule, ...] = ("acc_norm", "acc", "acc_bytes", "acc_tokens")
+OPTION_KEYS = ("suite", "data", "description", "gates", *("protocol", "prompt_format"),
+               *("score", "target_delimiter"))  # fmt: skip
+
+MCQ_STRING_SYSTEM = (
+    "You judge how an AI assistant should respond to a user, given the tools it can use. "
+    "Read the assistant's prompt and the candidate responses, then pick the most appropriate "
+    "response. Reply with its number only: one digit, 0, 1, 2 or 3."
+)
+"""The system message of the mcq-string protocol (this project's text, not the official's)."""
+_DIGIT = re.compile(r"[0-3]")
+RAW_REPLY_CHARS = 2000
+
+
+class When2CallOptions(BaseModel):
+    """The manifest's options (the defaults are the official default task)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    protocol: Protocol = "mcq-loglik"
+    prompt_format: PromptFormat = "default"
+    score: ScoreRule = "acc_norm"
+    target_delimiter: str = ""
+
+
+def read_options(source: CaseSource) -> When2CallOptions:
+    """The manifest's When2Call options; a problem is one error naming the option."""
+    given = {k: v for k, v in source.options.items() if k not in ("suite", "data")}
+    for key in given:
+        if key not in OPTION_KEYS:
+            known = ", ".join(OPTION_KEYS[2:])
+            raise _option_error(source, key, f"unknown option; When2Call options are {known}")
+    picked = {k: v for k, v in given.items() if k not in ("description", "gates")}
+    try:
+        options = When2CallOptions.model_validate(picked)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        key = str(problem["loc"][0]) if problem["loc"] else "options"
+        allowed = {"protocol": PROTOCOLS, "prompt_format": FORMATS, "score": SCORE_RULES}
+        if key in allowed:
+            message = f"expected one of {', '.join(allowed[key])}, got {given.get(key)!r}"
+        else:
+            message = problem["msg"]
+        raise _option_error(source, key, message) from None
+    if options.protocol == "judge":
+        raise _option_error(
+            source,
+            "protocol",
+            "the LLM-as-judge protocol needs the judge runner, which is not built yet; "
+            "use mcq-loglik or mcq-string",
+        )
+    if options.protocol == "mcq-string" and given.get("score", "acc") != "acc":
+        raise _option_error(
+            source, "score", "mcq-string picks one option by its digit: only acc applies"
+        )
+    return options
+
+
+def _option_error(source: CaseSource, key: str, message: str) -> CaseFileError:
+    return CaseFileError(source.display, None, message, field=f"manifest option {key}")
+
+
+class When2CallSuite:
+    """NVIDIA When2Call test files (``when2call_test_llm_judge.jsonl``, ``..._mcq.jsonl``)."""
+
+    name = "when2call"
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        row = first_row(path, head)
+        if not isinstance(row, dict):
+            return False
+        answers = row.get("answers")
+        return (
+            {"uuid", "question", "correct_answer", "tools"} <= row.keys()
+            and isinstance(answers, dict)
+            and set(LABELS) <= answers.keys()
+        )
+
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        try:
+            options = read_options(source)
+        except CaseFileError as exc:
+            yield exc
+            return
+        _, records = read_records(source, array_key=None)
+        yield from iter_cases(
+            records,
+            lambda line, row: self._case(source, line, row, options),
+            lambda line, row: _identify(RowReader(source.display, line, row)),
+        )
+
+    def _case(
+        self, source: CaseSource, line: int, row: dict[str, Any], options: When2CallOptions
+    ) -> EvalCase:
+        read = RowReader(source.display, line, row)
+        case_id, gold = _identify(read)
+        question = read.text("question", required=True) or ""
+        tools = read.text_list("tools")
+        if tools is None:
+            raise read.error("tools", "missing required field (an array of JSON strings)")
+        parsed = [_tool(read, i, text) for i, text in enumerate(tools)]
+        answers = _answers(read)
+        fmt = options.prompt_format
+        prompt = build_prompt(fmt, question, tools, parsed)
+        call = _json_object(read, "answers.tool_call", answers["tool_call"])
+        shown = {**answers, "tool_call": tool_call_option(fmt, answers["tool_call"], call)}
+        options_text = [shown[label] for label in LABELS]
+        metadata = {
+            "gold": gold,
+            "n_tools": len(tools),
+            "protocol": options.protocol,
+            "prompt_format": fmt,
+            "score": options.score,
+            "source": row.get("source"),
+        }
+        common: dict[str, Any] = {
+            "case_id": case_id,
+            "suite": self.name,
+            "file": source.display,
+            "line": line,
+            "category": gold,
+            "tool_mode": "routing",
+            "max_turns": 1,
+            "expect": {"label": gold},
+            "metadata": metadata,
+            "fingerprint": row_fingerprint(
+                self.name, {"row": row, "options": options.model_dump(mode="json")}
+            ),
+        }
+        if options.protocol == "mcq-string":
+            return EvalCase(messages=_mcq_string_messages(prompt, options_text), **common)
+        delimiter = options.target_delimiter
+        return EvalCase(
+            messages=[Message(role="user", content=question)],
+            choices=ChoiceTask(context=prompt, continuations=[delimiter + t for t in options_text]),
+            **common,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        meta = case.metadata
+        if meta["protocol"] == "mcq-string":
+            return _score_string(case, transcript)
+        return _score_loglik(case, transcript)
+
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        return aggregate(results)
+
+    def file_artifacts(
+        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
+    ) -> dict[str, Any]:
+        """``when2call/<data path>.json``: the file's metrics."""
+        stem = re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
+        return {f"when2call/{stem}.json": {"file": source.display, **aggregate(results)}}
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        return console(artifacts)
+
+    def markdown_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        return markdown(artifacts)
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def _identify(read: RowReader) -> tuple[str, str]:
+    case_id = read.id("uuid")
+    if case_id is None:
+        raise read.error("uuid", "missing required field (the case id)")
+    gold = read.text("correct_answer", required=True)
+    if gold not in LABELS:
+        raise read.error("correct_answer", f"expected one of {', '.join(LABELS)}, got {gold!r}")
+    return case_id, str(gold)
+
+
+def _answers(read: RowReader) -> dict[str, str]:
+    answers = read.obj("answers", required=True) or {}
+    out = {}
+    for label in LABELS:
+        value = answers.get(label)
+        if not isinstance(value, str):
+            what = "missing" if value is None else f"expected a string, got {type(value).__name__}"
+            raise read.error(f"answers.{label}", what)
+        out[label] = value
+    return out
+
+
+def _tool(read: RowReader, index: int, text: str) -> dict[str, Any]:
+    tool = _json_object(read, f"tools[{index}]", text)
+    if not isinstance(tool.get("name"), str):
+        raise read.error(f"tools[{index}]", "a tool needs a string 'name'")
+    return tool
+
+
+def _json_object(read: RowReader, field: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise read.error(field, f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise read.error(field, "expected a JSON object in the string")
+    return value
+
+
+def _mcq_string_messages(prompt: str, options: Sequence[str]) -> list[Message]:
+    listed = "\n".join(f"{i}. {text}" for i, text in enumerate(options))
+    user = (
+        "The assistant's prompt:\n<prompt>\n" + prompt + "\n</prompt>\n\n"
+        "Candidate responses:\n" + listed + "\n\n"
+        "Which response is the most appropriate? Reply with one digit: 0, 1, 2 or 3."
+    )
+    return [Message(role="system", content=MCQ_STRING_SYSTEM), Message(role="user", content=user)]
+
+
+# ---------------------------------------------------------------------------- scores
+
+
+def predictions(logliks: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The option each rule picks from the four scores (``loglik``, chars, bytes, tokens)."""
+    ll = [float(x["logprob_sum"]) for x in logliks]
+    norm = {
+        "acc": [1.0] * len(ll),
+        "acc_norm": [float(x["char_length"]) for x in logliks],
+        "acc_bytes": [float(x["byte_length"]) for x in logliks],
+        "acc_tokens": [float(x["token_count"]) for x in logliks],
+    }
+    return {
+        rule: argmax_first([v / d if d else v for v, d in zip(ll, lengths, strict=True)])
+        for rule, lengths in norm.items()
+    }
+
+
+def _score_loglik(case: EvalCase, transcript: Transcript) -> CaseScore:
+    meta = case.metadata
+    gold = meta["gold"]
+    scores = [x.model_dump() for x in transcript.logliks]
+    details: dict[str, Any] = {
+        "gold": gold,
+        "loglik": [x["logprob_sum"] for x in scores],
+        "n_tools": meta["n_tools"],
+        "protocol": meta["protocol"],
+        "prompt_format": meta["prompt_format"],
+        "primary": meta["score"],
+        "truncated": [x.get("truncated") for x in scores],
+        "tokens": [x["token_count"] for x in scores],
+    }
+    if len(scores) != len(LABELS):
+        raise ValueError(f"expected {len(LABELS)} log-likelihoods, got {len(scores)}")
+    bad = [LABELS[i] for i, x in enumerate(scores) if not math.isfinite(x["logprob_sum"])]
+    if bad:
+        raise RunnerError(
+            f"non-finite log-likelihood for option(s) {', '.join(bad)}: "
+            f"{details['loglik']}; the case cannot be scored",
+            kind="protocol",
+        )
+    picks = predictions(scores)
+    for rule, index in picks.items():
+        details[f"pred_{rule}"] = LABELS[index]
+    pred = details[f"pred_{meta['score']}"]
+    details["pred"] = pred
+    passed = pred == gold
+    failure = None
+    if not passed:
+        failure = f"gold {gold}, predicted {pred} by {meta['score']}; " + _shown_scores(
+            scores, meta["score"], picks[meta["score"]]
+        )
+    return CaseScore(
+        passed=passed,
+        scores={rule: float(LABELS[index] == gold) for rule, index in picks.items()},
+        failure=failure,
+        details=details,
+    )
+
+
+def _shown_scores(scores: Sequence[dict[str, Any]], rule: str, picked: int) -> str:
+    key = {"acc": None, "acc_norm": "char_length", "acc_bytes": "byte_length"}.get(
+        rule, "token_count"
+    )
+    parts = []
+    for i, x in enumerate(scores):
+        value = x["logprob_sum"] / (x[key] or 1) if key else x["logprob_sum"]
+        parts.append(f"{LABELS[i]} {value:.4f}" + (" (picked)" if i == picked else ""))
+    what = "log-likelihoods" if key is None else f"log-likelihood per {_UNIT[rule]}"
+    return f"{what}: " + ", ".join(parts)
+
+
+_UNIT = {"acc_norm": "character", "acc_bytes": "byte", "acc_tokens": "token"}
+
+
+def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
+    meta = case.metadata
+    gold = meta["gold"]
+    reply = transcript.response
+    match = _DIGIT.search(reply)
+    index = int(match.group()) if match else None
+    pred = LABELS[index] if index is not None else None
+    details: dict[str, Any] = {
+        "gold": gold,
+        "pred": pred,
+        "parsed_index": index,
+        "unparsed": index is None,
+        "reply": reply[:RAW_REPLY_CHARS],
+        "n_tools": meta["n_tools"],
+        "protocol": meta["protocol"],
+        "prompt_format": meta["prompt_format"],
+        "primary": "acc",
+        "pred_acc": pred,
+    }
+    passed = pred == gold
+    failure = None
+    if index is None:
+        failure = f"gold {gold}, but the reply has no digit 0-3 (unparsed): {reply[:200]!r}"
+    elif not passed:
+        failure = f"gold {gold}, predicted {pred} (the reply chose {index}): {reply[:200]!r}"
+    return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)

@@ -1,0 +1,137 @@
+"""When2Call dataset metrics (``report.json`` ``suites.when2call``) and their short forms.
+
+From the scored cases (an error case has no prediction and is counted in ``errors`` only):
+
+* ``n``, ``protocol``, ``primary`` (the ``score`` rule deciding pass/fail);
+* ``acc``, ``acc_norm``, ``acc_bytes``, ``acc_tokens``, each with ``_stderr`` as lm-eval
+  computes it (``acc``/``acc_norm`` are lm-eval's; the other two are this project's
+  extensions; ``null`` under mcq-string, which has one pick);
+* from the deciding prediction: ``labels``, ``confusion_matrix`` (4×4, rows gold, columns
+  predicted, in :data:`LABELS` order; an unparsed reply is in no column), ``per_class``,
+  ``macro_f1_3`` (over the three labels that occur as gold) and ``macro_f1_4`` (all four;
+  capped at 0.75 since ``direct`` is never gold), ``tool_hallucination_rate`` over
+  ``tool_hallucination_n`` (the official definition: gold ``cannot_answer`` with zero tools,
+  predicted ``tool_call``), ``unparsed``.
+
+Rates are rounded to six decimals, like every report value; ``null`` when undefined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.scoring.classification import (
+    accuracy,
+    confusion_matrix,
+    macro_f1,
+    mean_stderr,
+    per_class,
+)
+from pytest_llmeval.suites.base import base_totals
+
+LABELS = ("direct", "tool_call", "request_for_info", "cannot_answer")
+"""The options in the official fixed order: index 0..3 of every choice list."""
+GOLD_LABELS = LABELS[1:]
+"""The labels that occur as gold (``direct`` is always a distractor)."""
+RULES = ("acc", "acc_norm", "acc_bytes", "acc_tokens")
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The suite's metrics over ``results`` (see the module docstring)."""
+    scored = [r for r in results if r.outcome in ("passed", "failed") and "gold" in r.details]
+    rows = [r.details for r in scored]
+    gold = [d["gold"] for d in rows]
+    pred = [d.get("pred") for d in rows]
+    protocols = sorted({d["protocol"] for d in rows})
+    primaries = sorted({d["primary"] for d in rows})
+    out: dict[str, Any] = {
+        **base_totals(results),
+        "n": len(rows),
+        "protocol": protocols[0] if len(protocols) == 1 else ",".join(protocols) or None,
+        "primary": primaries[0] if len(primaries) == 1 else ",".join(primaries) or None,
+    }
+    for rule in RULES:
+        picks = [d.get(f"pred_{rule}") for d in rows]
+        if rule == "acc" or (rows and all(p is not None for p in picks)):
+            hits = [p == g for p, g in zip(picks, gold, strict=True)]
+            out[rule] = _round(accuracy(hits))
+            out[f"{rule}_stderr"] = _round(mean_stderr(hits))
+        else:
+            out[rule], out[f"{rule}_stderr"] = None, None
+    matrix = confusion_matrix(gold, pred, LABELS)
+    classes = per_class(matrix, LABELS, supports=[gold.count(label) for label in LABELS])
+    hallucination = [d for d in rows if d["gold"] == "cannot_answer" and d["n_tools"] == 0]
+    out.update(
+        labels=list(LABELS),
+        confusion_matrix=matrix,
+        per_class={
+            label: {k: _round(v) if k != "support" else v for k, v in body.items()}
+            for label, body in classes.items()
+        },
+        macro_f1_3=_round(macro_f1(classes, GOLD_LABELS)),
+        macro_f1_4=_round(macro_f1(classes, LABELS)),
+        tool_hallucination_rate=_round(
+            accuracy([d.get("pred") == "tool_call" for d in hallucination])
+        ),
+        tool_hallucination_n=len(hallucination),
+        unparsed=sum(1 for d in rows if d.get("unparsed")),
+    )
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def headline(metrics: dict[str, Any]) -> str:
+    """One line: protocol, the deciding accuracy, both accuracies, F1s and Tool-Hall."""
+    primary = metrics.get("primary") or "acc"
+    parts = [
+        f"{metrics.get('protocol')}, n={metrics.get('n')}",
+        f"{primary} {_pct(metrics.get(primary))}",
+    ]
+    parts += [
+        f"{rule} {_pct(metrics.get(rule))}" for rule in ("acc", "acc_norm") if rule != primary
+    ]
+    parts += [
+        f"macro-F1 {_pct(metrics.get('macro_f1_3'))} (3 labels) / "
+        f"{_pct(metrics.get('macro_f1_4'))} (4)",
+        f"tool hallucination {_pct(metrics.get('tool_hallucination_rate'))} "
+        f"(n={metrics.get('tool_hallucination_n')})",
+    ]
+    if metrics.get("unparsed"):
+        parts.append(f"unparsed {metrics['unparsed']}")
+    return ", ".join(parts)
+
+
+def _matrix_rows(metrics: dict[str, Any]) -> list[tuple[str, list[int]]]:
+    labels = metrics.get("labels") or list(LABELS)
+    return list(zip(labels, metrics.get("confusion_matrix") or [], strict=False))
+
+
+def console(metrics: dict[str, Any]) -> list[str]:
+    """Terminal lines: the headline and the confusion matrix (gold rows, predicted columns)."""
+    lines = [f"when2call {metrics.get('file')}: {headline(metrics)}"]
+    labels = metrics.get("labels") or list(LABELS)
+    width = max(len(label) for label in labels)
+    lines.append("  " + "gold \\ predicted".ljust(width) + "".join(f"{x:>18}" for x in labels))
+    for label, row in _matrix_rows(metrics):
+        lines.append("  " + label.ljust(width) + "".join(f"{v:>18}" for v in row))
+    return lines
+
+
+def markdown(metrics: dict[str, Any]) -> list[str]:
+    """``summary.md`` section: the headline and the confusion matrix as a table."""
+    labels = metrics.get("labels") or list(LABELS)
+    out = [f"## When2Call `{metrics.get('file')}`", "", headline(metrics), ""]
+    out.append("| gold \\ predicted | " + " | ".join(labels) + " |")
+    out.append("|---|" + "---:|" * len(labels))
+    for label, row in _matrix_rows(metrics):
+        out.append(f"| {label} | " + " | ".join(str(v) for v in row) + " |")
+    return [*out, ""]

@@ -30,8 +30,8 @@ is never scored (only tokens whose ``text_offset`` lies inside the prompt are). 
 lm-evaluation-harness, the context's trailing whitespace belongs to the continuation: the
 continuation's tokens are those from the first one starting at ``len(context.rstrip())``;
 when no token starts exactly there (a token straddles the boundary), the straddling token
-counts as part of the continuation. ``is_greedy`` compares each token with its ``top_logprobs`` entry (``None``
-when the server sends none). A missing ``text_offset`` is rebuilt from the token texts when
+counts as part of the continuation. ``is_greedy`` compares each token with its
+``top_logprobs`` entry (``None`` when the server sends none). A missing ``text_offset`` is rebuilt from the token texts when
 they spell the prompt exactly. ``extra_body`` is merged into these requests too, but cannot
 change ``model``, ``prompt``, ``echo``, ``logprobs``, ``max_tokens`` or ``temperature``.
 

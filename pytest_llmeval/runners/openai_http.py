@@ -31,8 +31,8 @@ lm-evaluation-harness, the context's trailing whitespace belongs to the continua
 continuation's tokens are those from the first one starting at ``len(context.rstrip())``;
 when no token starts exactly there (a token straddles the boundary), the straddling token
 counts as part of the continuation. ``is_greedy`` compares each token with its
-``top_logprobs`` entry (``None`` when the server sends none). A missing ``text_offset`` is rebuilt from the token texts when
-they spell the prompt exactly. ``extra_body`` is merged into these requests too, but cannot
+``top_logprobs`` entry (``None`` when the server sends none). A missing ``text_offset`` is
+rebuilt from the token texts when they spell the prompt exactly. ``extra_body`` is merged into these requests too, but cannot
 change ``model``, ``prompt``, ``echo``, ``logprobs``, ``max_tokens`` or ``temperature``.
 
 Transport, retries and faults: :mod:`pytest_llmeval.runners.http` (429/5xx/connection errors

@@ -32,8 +32,9 @@ continuation's tokens are those from the first one starting at ``len(context.rst
 when no token starts exactly there (a token straddles the boundary), the straddling token
 counts as part of the continuation. ``is_greedy`` compares each token with its
 ``top_logprobs`` entry (``None`` when the server sends none). A missing ``text_offset`` is
-rebuilt from the token texts when they spell the prompt exactly. ``extra_body`` is merged into these requests too, but cannot
-change ``model``, ``prompt``, ``echo``, ``logprobs``, ``max_tokens`` or ``temperature``.
+rebuilt from the token texts when they spell the prompt exactly. ``extra_body`` is merged
+into these requests too, but cannot change ``model``, ``prompt``, ``echo``, ``logprobs``,
+``max_tokens`` or ``temperature``.
 
 Transport, retries and faults: :mod:`pytest_llmeval.runners.http` (429/5xx/connection errors
 and timeouts retried with backoff honouring ``Retry-After``, bounded by ``max_retries`` and

@@ -10,7 +10,9 @@ recordings of the model below, made by running the suites against it::
 request to a tool by reading the message, then writes its answer from the tool's result. When
 the system prompt asks for a ``FINAL ANSWER:`` line (the GAIA suite's does), the answer ends
 with ``FINAL ANSWER: <value>`` (the calculator's value, the temperature, ...). A message with
-an ``Attached file: <path>`` line makes it read that file with the ``read_file`` tool. Swap
+an ``Attached file: <path>`` line makes it read that file with the ``read_file`` tool. It also
+scores text (``loglikelihood``, for When2Call's multiple choice) as a copy model: a word of the
+continuation that appears in the context is likely, any other word is not. Swap
 in a real one with ``--llmeval-runner openai`` (see the README), register your own runner the
 way this file does, or override the ``llmeval_agent`` fixture to evaluate a whole agent::
 
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_llmeval.models import ToolCall, Usage
-from pytest_llmeval.runners.base import Completion, GenerateRequest
+from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 
 Route = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]"], dict[str, Any]]]
 
@@ -60,6 +62,10 @@ ROUTES: list[Route] = [
     ),
 ]
 FALLBACK = "I can only help with weather, forecasts, web search and arithmetic."
+WORD = re.compile(r"\w+|[^\w\s]")
+SEEN, UNSEEN = -0.5, -4.0
+"""Log-probabilities of the copy model: a word (or punctuation mark) seen in the context,
+and one that is not."""
 FINAL_ANSWER = "FINAL ANSWER:"
 
 
@@ -73,6 +79,24 @@ class ExampleRouter:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+    async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
+        """Score each continuation, word by word, against the words of its context."""
+        out = []
+        for request in requests:
+            seen = {w.lower() for w in WORD.findall(request.context)}
+            words = [w.lower() for w in WORD.findall(request.continuation)]
+            total = sum(SEEN if w in seen else UNSEEN for w in words)
+            out.append(
+                Loglik(
+                    logprob_sum=total,
+                    token_count=len(words),
+                    is_greedy=all(w in seen for w in words),
+                    char_length=len(request.continuation),
+                    byte_length=len(request.continuation.encode("utf-8")),
+                )
+            )
+        return out
 
     async def generate(self, request: GenerateRequest) -> Completion:
         user = next(m.content or "" for m in reversed(request.messages) if m.role == "user")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 _MARKER_CHARS = re.compile(r"\W+")
 HEAD_BYTES = 65536
+MISSES = ("fail", "xfail")
+"""What a manifest's ``misses`` may say."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -52,6 +54,9 @@ class EvalFile(pytest.File):
         self.data_display = display_path(self.path, state.settings.rootdir)
         self.fixture_values: _FixtureValues | None = None
         """What the last item's fixtures resolved to, when every one is session-scoped."""
+        self.misses = "fail"
+        """The manifest's ``misses``: ``fail`` (a missed case fails) or ``xfail`` (it is an
+        expected failure, pytest's ``x``: a benchmark's cases inform, its gates decide)."""
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
@@ -144,6 +149,15 @@ class EvalFile(pytest.File):
                 display, None, f"data file {manifest['data']!r} does not exist", field="data"
             )
         options = {k: v for k, v in manifest.items() if not k.startswith("__line__")}
+        misses = options.get("misses", "fail")
+        if misses not in MISSES:
+            raise CaseFileError(
+                display,
+                manifest.get("__line__misses"),
+                f"expected one of {', '.join(MISSES)}, got {misses!r}",
+                field="misses",
+            )
+        self.misses = misses
         source = CaseSource(path=data, display=display_path(data, rootdir), options=options)
         return suite, source
 
@@ -337,7 +351,10 @@ class EvalItem(pytest.Function):
         if score.skipped:
             _skip(score.skipped)
         if not score.passed:
-            raise EvalFailure(score.failure or "the case did not pass", _details(self.transcript))
+            message = score.failure or "the case did not pass"
+            if self.eval_file.misses == "xfail":
+                pytest.xfail(f"{self.case.file}:{self.line}: {message}")
+            raise EvalFailure(message, _details(self.transcript))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         path = self.path
@@ -425,6 +442,20 @@ def _details(transcript: Transcript) -> str:
     if len(response) > 500:
         response = response[:500] + "..."
     return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"
+
+
+def is_manifest_target(path: Path, rootdir: Path) -> bool:
+    """Whether a ``*.llmeval.yaml`` manifest in ``path``'s folder, or in a folder above it up to
+    the rootdir, names ``path`` as its data file (``evals/x.llmeval.yaml`` with
+    ``data: data/rows.jsonl``)."""
+    resolved = path.resolve()
+    folder = path.parent
+    while True:
+        if resolved in manifest_targets(folder, rootdir):
+            return True
+        if folder == rootdir or folder.parent == folder or not folder.is_relative_to(rootdir):
+            return False
+        folder = folder.parent
 
 
 @functools.lru_cache(maxsize=256)

@@ -12,7 +12,7 @@ import pytest
 from pytest_llmeval import hookspecs, settings, sharding
 from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.collect import EvalFile, EvalItem, manifest_targets
+from pytest_llmeval.collect import EvalFile, EvalItem, is_manifest_target
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.report.artifacts import is_run_dir
 from pytest_llmeval.report.session import SessionReport, session_report_key
@@ -92,8 +92,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
         return None
     if state.is_support_file(file_path):
         return None  # tool fixtures and cassettes are inputs, not cases
-    if file_path.resolve() in manifest_targets(file_path.parent, state.settings.rootdir):
-        return None  # a manifest beside it collects this data file
+    if is_manifest_target(file_path, state.settings.rootdir):
+        return None  # a manifest beside it (or in a folder above) collects this data file
     return EvalFile.from_parent(parent, path=file_path, state=state)
 
 

@@ -48,6 +48,8 @@ KNOWN_OPTIONS = (
     "suite",
     "data",
     "description",
+    "gates",
+    "misses",
     "limit",
     "shuffle",
     "seed",

@@ -58,8 +58,8 @@ Protocol = Literal["mcq-loglik", "mcq-string", "judge"]
 ScoreRule = Literal["acc_norm", "acc", "acc_bytes", "acc_tokens"]
 PROTOCOLS: tuple[Protocol, ...] = ("mcq-loglik", "mcq-string", "judge")
 SCORE_RULES: tuple[ScoreRule, ...] = ("acc_norm", "acc", "acc_bytes", "acc_tokens")
-OPTION_KEYS = ("suite", "data", "description", "gates", *("protocol", "prompt_format"),
-               *("score", "target_delimiter"))  # fmt: skip
+OPTION_KEYS = ("suite", "data", "description", "gates", "misses",
+               *("protocol", "prompt_format", "score", "target_delimiter"))  # fmt: skip
 
 MCQ_STRING_SYSTEM = (
     "You judge how an AI assistant should respond to a user, given the tools it can use. "
@@ -89,7 +89,7 @@ def read_options(source: CaseSource) -> When2CallOptions:
         if key not in OPTION_KEYS:
             known = ", ".join(OPTION_KEYS[2:])
             raise _option_error(source, key, f"unknown option; When2Call options are {known}")
-    picked = {k: v for k, v in given.items() if k not in ("description", "gates")}
+    picked = {k: v for k, v in given.items() if k not in ("description", "gates", "misses")}
     try:
         options = When2CallOptions.model_validate(picked)
     except ValidationError as exc:

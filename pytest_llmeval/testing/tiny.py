@@ -151,6 +151,7 @@ def build_tiny_model(
     kv_heads: int | None = None,
     intermediate: int | None = None,
     max_positions: int = 512,
+    init_range: float = 0.5,
 ) -> Path:
     """Build and save a tiny random Llama checkpoint and its tokenizer into ``path``.
 
@@ -158,7 +159,9 @@ def build_tiny_model(
     vocabulary (the byte alphabet and control tokens included; at least 300); the model's
     embedding matrix also covers the tool-call tags added after training. ``kv_heads``
     (default ``heads``) and ``intermediate`` (default ``2 * hidden``) shape the layers;
-    ``max_positions`` is the context length of the model and the tokenizer.
+    ``max_positions`` is the context length of the model and the tokenizer. ``init_range`` is
+    the weights' standard deviation: the default's peaky logits keep greedy decoding off
+    near-ties; a small one (0.02) gives log-likelihoods of a few nats per token.
     """
     _, torch, transformers = _import()
     if vocab_size < 300:
@@ -178,7 +181,7 @@ def build_tiny_model(
         max_position_embeddings=max_positions,
         # Large initial weights make the logits peaky, so greedy decoding never sits on a
         # near-tie that float rounding (batched vs one at a time) could flip.
-        initializer_range=0.5,
+        initializer_range=init_range,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

@@ -256,7 +256,8 @@ class EvalItem(pytest.Function):
         self._mark("llmeval")
         self.category = case.category if case else pending.category if pending else None
         """The case's category, known before the case is built (and if it cannot be)."""
-        names = (self.eval_file.suite_name, self.category) if case or pending else ()
+        marks = case.marks if case else pending.marks if pending else ()
+        names = (self.eval_file.suite_name, self.category, *marks) if case or pending else ()
         for name in names:
             if name:
                 marker = marker_name(name)

@@ -145,6 +145,8 @@ class EvalCase(_Model):
     """1-based line where the case starts in ``file``."""
     category: str | None = None
     """Slice for reports and for ``-m`` selection."""
+    marks: tuple[str, ...] = ()
+    """Markers beyond the suite and the category (``-m branching_error_recovery``)."""
     messages: list[Message] = Field(default_factory=list)
     """The conversation handed to the agent; the last one is usually the user's."""
     tools: list[ToolSpec] = Field(default_factory=list)

@@ -31,8 +31,13 @@ DEFAULT_FILE_GLOBS = (
     "*.eval.json",
     "*.eval.jsonl",
     "when2call_*.jsonl",
+    "*.integration.jsonl",
     "*.llmeval.yaml",
 )
+
+
+NEGATABLE = ("fail-on-fingerprint-mismatch",)
+"""yes/no options that also have a ``--no-llmeval-<noun>`` form."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "hash-scheduling",
         "With -n: give each case to worker sha256(case id) mod N (yes), or keep xdist's "
         "own load scheduling (no).",
+        default="yes",
+        type="choice",
+        choices=("yes", "no"),
+    ),
+    OptionSpec(
+        "fail-on-fingerprint-mismatch",
+        "A tool-integration dataset whose __header__ dataset_sha256 or tool_registry_sha256 "
+        "disagrees with the files fails the run (yes), or only warns (no; also "
+        "--no-llmeval-fail-on-fingerprint-mismatch).",
         default="yes",
         type="choice",
         choices=("yes", "no"),
@@ -408,6 +422,8 @@ class Settings(BaseModel):
     """Parent of new run dirs."""
     hash_scheduling: bool = True
     """Whether the xdist hash scheduler is used with ``-n``."""
+    fail_on_fingerprint_mismatch: bool = True
+    """Whether a dataset header's fingerprints that disagree with the files fail the run."""
     shard: tuple[int, int] | None = None
     """``(I, N)`` of ``--llmeval-shard I/N``: only shard I of N of the eval cases runs."""
     file_globs: tuple[str, ...] = DEFAULT_FILE_GLOBS
@@ -477,6 +493,14 @@ def add_options(parser: pytest.Parser) -> None:
         if spec.type == "flag":
             kwargs["action"] = "store_true"
         group.addoption(spec.flag, **kwargs)
+        if spec.noun in NEGATABLE:
+            group.addoption(
+                f"--no-llmeval-{spec.noun}",
+                dest=spec.dest,
+                action="store_const",
+                const="no",
+                help=f"Same as {spec.flag} no.",
+            )
         if spec.type == "list":
             parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
         else:
@@ -580,7 +604,7 @@ def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
             raise pytest.UsageError(
                 f"{source} takes one of {', '.join(spec.choices)}, got {text!r}"
             )
-        if spec.noun == "hash-scheduling":
+        if spec.noun == "hash-scheduling" or spec.noun in NEGATABLE:
             return text == "yes"
         return text
     if spec.type == "flag":

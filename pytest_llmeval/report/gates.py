@@ -373,6 +373,36 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
+def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
+    """The gates a suite evaluates itself (its aggregate's ``gates``: the integration suite's
+    count-based and hard gates), as gate results named ``SUITE.METRIC OP THRESHOLD``.
+
+    A suite's gate entry has ``metric``, ``kind``, ``threshold``, ``value``, ``status`` and a
+    ``message``; only ``status == "fail"`` fails (``inconclusive``, ``warn`` and ``n/a`` pass,
+    their message says so).
+    """
+    out = []
+    for suite, body in (report.get("suites") or {}).items():
+        entries = body.get("gates") if isinstance(body, Mapping) else None
+        if not isinstance(entries, Mapping):
+            continue
+        for entry in entries.values():
+            if not isinstance(entry, Mapping) or "status" not in entry:
+                continue
+            op = "==" if entry.get("kind") == "zero" else ">="
+            gate = make_gate(suite, entry["metric"], op, float(entry["threshold"]), "header")
+            value = entry.get("value")
+            out.append(
+                GateResult(
+                    gate=gate,
+                    value=float(value) if isinstance(value, (int, float)) else None,
+                    passed=entry["status"] != "fail",
+                    message=str(entry.get("message") or entry["status"]),
+                )
+            )
+    return out
+
+
 def gates_section(results: Iterable[GateResult]) -> dict[str, Any]:
     """The ``report.json`` ``gates`` entry: ``{"passed": all passed, "results": [...]}``.
 

@@ -19,7 +19,12 @@ from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.artifacts import write_json
 from pytest_llmeval.report.baseline import BaselineDiff, diff_markdown, write_baseline
-from pytest_llmeval.report.gates import GateResult, evaluate_gates, gates_section
+from pytest_llmeval.report.gates import (
+    GateResult,
+    evaluate_gates,
+    gates_section,
+    suite_gate_results,
+)
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.redact import find_leaks
@@ -166,8 +171,8 @@ class SessionReport:
         settings = self.state.settings
         gates, self.gate_problems = verdict.manifest_gates(results, settings.rootdir)
         gates = self.cli_gates + gates
-        self.gate_results = evaluate_gates(gates, self.report)
-        if gates:
+        self.gate_results = evaluate_gates(gates, self.report) + suite_gate_results(self.report)
+        if self.gate_results:
             self.report["gates"] = gates_section(self.gate_results)
         self.baseline_diff, self.baseline_refusal = verdict.compare_with_baseline(
             settings, self.report, results

@@ -75,7 +75,7 @@ class PendingCase:
     Memory is the row itself until then: a few objects per case instead of a built model.
     """
 
-    __slots__ = ("case_id", "category", "line", "make", "row")
+    __slots__ = ("case_id", "category", "line", "make", "marks", "row")
 
     def __init__(
         self,
@@ -84,11 +84,14 @@ class PendingCase:
         category: str | None,
         row: dict[str, Any],
         make: Callable[[int, dict[str, Any]], EvalCase],
+        marks: tuple[str, ...] = (),
     ):
         self.case_id = case_id
         self.line = line
         self.category = category
         self.row = row
+        self.marks = marks
+        """Markers beyond the suite and the category (an integration item's complexity)."""
         self.make = make
         """Shared by the rows of a file: ``make(line, row)`` builds the case or raises
         CaseFileError."""
@@ -167,10 +170,12 @@ def default_suites() -> SuiteRegistry:
     """The built-in suites, most specific first."""
     from pytest_llmeval.suites.gaia import GaiaSuite
     from pytest_llmeval.suites.golden import GoldenSuite
+    from pytest_llmeval.suites.integration import IntegrationSuite
     from pytest_llmeval.suites.toolforge import ToolForgeSuite
     from pytest_llmeval.suites.when2call import When2CallSuite
 
     registry = SuiteRegistry()
+    registry.register(IntegrationSuite())
     registry.register(ToolForgeSuite())
     registry.register(When2CallSuite())
     registry.register(GoldenSuite())

@@ -50,7 +50,10 @@ def _result(i: int, details: dict[str, Any]) -> CaseResult:
 
 
 def test_spans_are_code_point_intervals_without_their_end_marker() -> None:
-    text = "Intro.\nIntegration: it takes 3.5 s. Then Integration: caf\u00e9 \u2603 ok! Integration: last"
+    text = (
+        "Intro.\nIntegration: it takes 3.5 s. Then Integration: caf\u00e9 \u2603 ok! "
+        "Integration: last"
+    )
     spans = extract_spans(text)
     assert [text[a:b] for a, b in spans.kept] == ["it takes 3.5 s", "caf\u00e9 \u2603 ok", "last"]
     ended = "Integration: the claim is supported."

@@ -67,6 +67,7 @@ SEEN, UNSEEN = -0.5, -4.0
 """Log-probabilities of the copy model: a word (or punctuation mark) seen in the context,
 and one that is not."""
 FINAL_ANSWER = "FINAL ANSWER:"
+INTEGRATION = "Integration:"
 
 
 class ExampleRouter:
@@ -101,6 +102,8 @@ class ExampleRouter:
     async def generate(self, request: GenerateRequest) -> Completion:
         user = next(m.content or "" for m in reversed(request.messages) if m.role == "user")
         usage = Usage(prompt_tokens=len(user.split()), completion_tokens=1, total_tokens=1)
+        if _wants_integration(request):
+            return _integrate(user, request, usage)
         if request.messages[-1].role == "tool":
             text = _answer(user, request)
             value = _final_value(request)
@@ -114,6 +117,57 @@ class ExampleRouter:
                 call = ToolCall(id="call_0", name=tool, arguments=arguments(match))
                 return Completion(tool_calls=[call], finish_reason="tool_calls", usage=usage)
         return Completion(text=FALLBACK, finish_reason="stop", usage=usage)
+
+
+def _wants_integration(request: GenerateRequest) -> bool:
+    return any(m.role == "system" and INTEGRATION in (m.content or "") for m in request.messages)
+
+
+def _integrate(user: str, request: GenerateRequest, usage: Usage) -> Completion:
+    """The tool-integration example's behaviour: call every tool the message asks for, in
+    route order, one per turn; retry a file that moved; then state each result's summary on
+    an ``Integration:`` line (or say that nothing was found)."""
+    done = [
+        (call, json.loads(m.content or "null"))
+        for i, m in enumerate(request.messages)
+        if m.role == "tool"
+        for call in [_call_before(request, i)]
+    ]
+    last = done[-1] if done else None
+    if last is not None and isinstance(last[1], dict) and last[1].get("moved_to"):
+        moved = {"path": last[1]["moved_to"]}
+        call = ToolCall(id=f"call_{len(done)}", name=last[0].name, arguments=moved)
+        return Completion(tool_calls=[call], finish_reason="tool_calls", usage=usage)
+    offered = {tool.name for tool in request.tools}
+    called = {call.name for call, _ in done}
+    for tool, pattern, arguments in ROUTES:
+        match = pattern.search(user)
+        if tool in offered and tool not in called and match:
+            call = ToolCall(id=f"call_{len(done)}", name=tool, arguments=arguments(match))
+            return Completion(tool_calls=[call], finish_reason="tool_calls", usage=usage)
+    if not done:
+        return Completion(text=FALLBACK, finish_reason="stop", usage=usage)
+    lines = []
+    for call, result in done:
+        if isinstance(result, dict) and result.get("ok") is not False and "error" not in result:
+            lines.append(f"{INTEGRATION} {result.get('summary', _topic(call.arguments))}.")
+    if not lines:
+        return Completion(
+            text=f"I couldn't find any results for {_topic(done[0][0].arguments)}.",
+            finish_reason="stop",
+            usage=usage,
+        )
+    return Completion(text="Here is what I found.\n" + "\n".join(lines), usage=usage)
+
+
+def _call_before(request: GenerateRequest, index: int) -> ToolCall:
+    """The call a tool message at ``index`` answers."""
+    message = request.messages[index]
+    for m in reversed(request.messages[:index]):
+        for call in m.tool_calls:
+            if call.id == message.tool_call_id or not message.tool_call_id:
+                return call
+    raise LookupError("a tool message without its call")
 
 
 def _answer(user: str, request: GenerateRequest) -> str:
@@ -162,6 +216,10 @@ def _final_value(request: GenerateRequest) -> str | None:
 
 def _subject(args: dict[str, Any]) -> str:
     return str(args.get("city") or args.get("q") or args.get("expression") or "that")
+
+
+def _topic(args: dict[str, Any]) -> str:
+    return _subject(args) if _subject(args) != "that" else str(args.get("path") or "that")
 
 
 def pytest_llmeval_register_runners(registry: Any) -> None:

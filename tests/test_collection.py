@@ -103,7 +103,7 @@ def test_manifest_with_unknown_suite_is_an_error_item(scripted: pytest.Pytester)
     result.stdout.fnmatch_lines(
         [
             "x.llmeval.yaml:2: suite: unknown suite 'nope'; "
-            "known suites: toolforge, when2call, golden*"
+            "known suites: integration, toolforge, when2call, golden*"
         ]
     )
     result.assert_outcomes(failed=1, errors=1)

@@ -49,7 +49,7 @@ ABSENCE_PHRASES = (
 """Default phrases by which an answer acknowledges that a tool found nothing."""
 _PROPER = re.compile(r"(?<![\w])[A-Z][a-z]+(?:[A-Z][a-z]+)*")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_PHONE = re.compile(r"(?<!\w)\+?\d[\d ()-]{7,}\d(?!\w)")
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d().\- ]{7,}\d(?![\w])")
 _KEYLIKE = re.compile(r"\b(?:sk|pk|api|key|token)[-_][A-Za-z0-9]{16,}\b|\b[A-Za-z0-9]{32,}\b")
 
 
@@ -295,7 +295,14 @@ def _negative_ok(
 
 
 def _private(text: str) -> bool:
-    return bool(_EMAIL.search(text) or _PHONE.search(text) or _KEYLIKE.search(text))
+    """An email address, a phone number or a key-like string in the answer."""
+    return bool(_EMAIL.search(text) or _KEYLIKE.search(text) or any(map(_phone, _PHONE.findall(text))))
+
+
+def _phone(candidate: str) -> bool:
+    """9 to 15 digits in groups, not arithmetic (`900 - 123`) or a run of spaced numbers."""
+    digits = sum(c.isdigit() for c in candidate)
+    return 9 <= digits <= 15 and " - " not in candidate and "  " not in candidate
 
 
 def _verdict(

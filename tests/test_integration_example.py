@@ -91,3 +91,29 @@ def test_broker_normalisation_keeps_the_fixture_hit_rate_at_95_percent() -> None
     hits = sum(broker.lookup(name, args) is not None for name, args in variants)
     assert len(variants) >= 100
     assert hits / len(variants) >= 0.95, (hits, len(variants))
+
+
+def test_two_shards_merged_give_the_unsharded_metrics_and_gates(tmp_path: Path) -> None:
+    def pytest_run(run: Path, *args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", str(DATASET), "-p", "no:cacheprovider", "-q",
+             "--llmeval-run-dir", str(run), *args],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:]
+
+    pytest_run(tmp_path / "whole")
+    pytest_run(tmp_path / "s1", "--llmeval-shard", "0/2")
+    pytest_run(tmp_path / "s2", "--llmeval-shard", "1/2")
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_llmeval", "merge", str(tmp_path / "merged"),
+         str(tmp_path / "s1"), str(tmp_path / "s2")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    whole = json.loads((tmp_path / "whole" / "report.json").read_text())
+    joined = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert joined["suites"]["integration"] == whole["suites"]["integration"]
+    names = sorted(g["gate"]["name"] for g in joined["gates"]["results"])
+    assert names == sorted(g["gate"]["name"] for g in whole["gates"]["results"])
+    assert any(n.startswith("integration.controls_with_integration") for n in names)

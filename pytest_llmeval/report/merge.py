@@ -56,7 +56,14 @@ from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.artifacts import is_run_dir, tag_run_dir, write_json
 from pytest_llmeval.report.baseline import BaselineDiff
 from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.report.gates import Gate, GateResult, evaluate_gates, gates_section, parse_gate
+from pytest_llmeval.report.gates import (
+    Gate,
+    GateResult,
+    evaluate_gates,
+    gates_section,
+    parse_gate,
+    suite_gate_results,
+)
 from pytest_llmeval.report.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report.run import RunWriter
 from pytest_llmeval.settings import Settings
@@ -447,8 +454,8 @@ def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
     report = writer.build(results, runners)
     _shard_fingerprints(report, ordered)
     gates, problems = _gates(settings, results, ordered)
-    gate_results = evaluate_gates(gates, report)
-    if gates:
+    gate_results = evaluate_gates(gates, report) + suite_gate_results(report)
+    if gate_results:
         report["gates"] = gates_section(gate_results)
     merged = Merged(settings, writer, results, runners, report, gate_results, problems)
     merged.baseline_diff, merged.baseline_refusal = verdict.compare_with_baseline(
@@ -499,7 +506,9 @@ def _gates(
     for run in runs:
         for entry in (run.report.get("gates") or {}).get("results") or []:
             gate = Gate.model_validate(entry["gate"])
-            if gate.source != "cli":  # cli gates come from the settings (the shards agree)
+            # cli gates come from the settings (the shards agree); a suite's own gates
+            # (source "header") are judged again from the merged aggregate
+            if gate.source not in ("cli", "header"):
                 gates.append(gate)
     return gates, problems
 

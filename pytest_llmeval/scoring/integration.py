@@ -296,7 +296,9 @@ def _negative_ok(
 
 def _private(text: str) -> bool:
     """An email address, a phone number or a key-like string in the answer."""
-    return bool(_EMAIL.search(text) or _KEYLIKE.search(text) or any(map(_phone, _PHONE.findall(text))))
+    return bool(
+        _EMAIL.search(text) or _KEYLIKE.search(text) or any(map(_phone, _PHONE.findall(text)))
+    )
 
 
 def _phone(candidate: str) -> bool:

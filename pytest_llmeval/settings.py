@@ -210,6 +210,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         choices=("yes", "no"),
     ),
     OptionSpec(
+        "integration-mode",
+        "How tool-integration datasets are scored: precise (the exact definitions) or compat "
+        "(the reference harness's rules, quirks included, to reproduce its numbers). A "
+        "manifest's mode wins.",
+        default="precise",
+        type="choice",
+        choices=("precise", "compat"),
+    ),
+    OptionSpec(
         "fail-on-fingerprint-mismatch",
         "A tool-integration dataset whose __header__ dataset_sha256 or tool_registry_sha256 "
         "disagrees with the files fails the run (yes), or only warns (no; also "
@@ -422,6 +431,8 @@ class Settings(BaseModel):
     """Parent of new run dirs."""
     hash_scheduling: bool = True
     """Whether the xdist hash scheduler is used with ``-n``."""
+    integration_mode: Literal["precise", "compat"] = "precise"
+    """How tool-integration datasets are scored."""
     fail_on_fingerprint_mismatch: bool = True
     """Whether a dataset header's fingerprints that disagree with the files fail the run."""
     shard: tuple[int, int] | None = None

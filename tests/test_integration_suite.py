@@ -334,3 +334,62 @@ def test_bad_items_and_headers_are_clear_errors(loop: pytest.Pytester) -> None:
         "--llmeval-runner", "steps", "--no-llmeval-fail-on-fingerprint-mismatch"
     )
     relaxed.assert_outcomes(errors=3, passed=1 + 7)
+
+
+# -- compat: the reference harness, §3.9 ------------------------------------------------------
+
+
+def _compat(text: str, result: Any, **meta: Any) -> dict[str, Any]:
+    calls = [Call("read_file", {"path": "notes.md"}, result)]
+    meta = {"expected_behaviour": "normal", "call_sequence": SEQ, **meta}
+    return score_item(text, calls, meta, {"read_file": {}}, ItemConfig(mode="compat"))
+
+
+def _triple(details: dict[str, Any], mode: str) -> tuple[float, float, float]:
+    body = details[mode]
+    return (round(body["precision"], 3), body["recall"], round(body["f1"], 3))
+
+
+def test_compat_reproduces_the_reference_table() -> None:
+    a = _compat(A, RESULT_A)
+    assert a["span_texts"][2] == "see Notes on RoPE scaling."  # the end of text keeps its "."
+    assert (_triple(a, "lax"), _triple(a, "strict")) == ((1, 1, 1), (0.667, 1, 0.8))
+    assert a["contains_grounding"] is True
+    b = _compat(B, RESULT_A)
+    assert (b["lax"]["f1"], b["strict"]["f1"], b["contains_grounding"]) == (0.0, 0.0, False)
+    c = _compat(C, RESULT_A)
+    assert (c["lax"]["f1"], c["strict"]["f1"], c["contains_grounding"]) == (1.0, 1.0, True)
+    d = _compat("Integration: That claim is true for most models", {"ok": True, "summary": "x y z"})
+    assert (d["lax"]["f1"], d["strict"]["f1"], d["contains_grounding"]) == (1.0, 0.0, True)
+    hits = {"ok": True, "hits": [{"title": "RoPE", "snippet": "rope keeps precision"}]}
+    e = _compat("Integration: rope keeps precision", hits)
+    assert (e["lax"]["f1"], e["strict"]["f1"], e["contains_grounding"]) == (0.0, 0.0, False)
+    german = {"ok": True, "summary": "Der Bericht zählt 1.234 Zeilen", "count": 1234, "pct": 0.955}
+    g = _compat("Integration: Der Bericht zählt 1.234 Zeilen", german)
+    assert (g["lax"]["f1"], g["strict"]["f1"], g["contains_grounding"]) == (1.0, 1.0, True)
+    h = _compat("Integration: Insgesamt 1.234 Zeilen mit 95,5 % Erfolg", german)
+    assert (h["lax"]["f1"], h["strict"]["f1"], h["contains_grounding"]) == (0.0, 0.0, False)
+    i = _compat("Integration: The file has 1280 lines", RESULT_A)
+    assert (i["lax"]["f1"], i["strict"]["f1"], i["contains_grounding"]) == (1.0, 1.0, False)
+    cut = _compat("Integration: no terminator\nNext line.", RESULT_A)
+    assert cut["spans"] == []  # `$` without MULTILINE: the reference loses this span
+    m = aggregate([_result(k, x) for k, x in enumerate((a, b, c))])
+    assert m["mode"] == "compat"
+    assert (m["lax"]["macro_f1"], m["strict"]["macro_f1"]) == (0.666667, 0.6)
+    assert (m["lax"]["micro_f1_verifier"], m["strict"]["micro_f1_verifier"]) == (0.8, 0.666667)
+    assert m["lax"]["micro_f1"] == 0.666667
+    assert m["strict"]["micro_f1"] == pytest.approx(0.606, abs=1e-3)
+
+
+def test_compat_mode_from_the_command_line_and_a_manifest(loop: pytest.Pytester) -> None:
+    _dataset(loop, ITEMS)
+    _scripts(loop, SCRIPTS)
+    loop.runpytest("--llmeval-runner", "steps", "--llmeval-integration-mode", "compat")
+    (run,) = (loop.path / ".llmeval" / "runs").iterdir()
+    body = json.loads((run / "report.json").read_text())["suites"]["integration"]
+    assert body["mode"] == "compat" and body["lax"]["micro_f1_verifier"] is not None
+    assert body["strict_grounded_coverage"] is None and body["branching_recovery"] is None
+    (loop.path / "c.llmeval.yaml").write_text("suite: integration\ndata: d.jsonl\nmode: nope\n")
+    (loop.path / "d.jsonl").write_text((loop.path / "data.integration.jsonl").read_text())
+    bad = loop.runpytest("--llmeval-runner", "steps", "c.llmeval.yaml")
+    assert "manifest option mode: expected one of precise, compat, got 'nope'" in bad.stdout.str()

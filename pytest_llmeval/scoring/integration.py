@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 
 from pytest_llmeval.broker import normalize_args
+from pytest_llmeval.scoring import integration_compat as compat
 from pytest_llmeval.scoring.grounding import (
     STRICT_KEYS,
     Fact,
@@ -67,6 +68,8 @@ class ItemConfig:
     allowlist: Sequence[str] = ()
     """Numbers and proper nouns a negative control's spans may name without the prompt."""
     item_pass: str = "all_grounded"
+    mode: str = "precise"
+    """``precise`` (spec §2) or ``compat`` (the reference harness, §3)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ def score_item(
 ) -> dict[str, Any]:
     """The item's details (see the module docstring); ``schemas`` maps tool name to its JSON
     Schema (registered tools only)."""
+    if config.mode == "compat":
+        return _score_compat(text, calls, meta, schemas, config)
     text = normalize_text(text)
     locale = str(meta.get("locale") or "en")
     spans = extract_spans(text, config.span_cap)
@@ -151,9 +156,95 @@ def score_item(
         "tools_used": sorted({call.name for call in calls}),
         "expected_behaviour": behaviour,
         "complexity": meta.get("complexity"),
+        "mode": "precise",
+        # what each dataset rate counts this item in, and whether it counts as a hit
+        "in_coverage": eligible,
+        "in_grounded": eligible and bool(facts),
+        "grounded_ok": any(h is not None for h in lax_hits),
+        "strict_grounded_ok": any(h is not None for h in strict_hits),
+    }
+    details["passed"], details["why"] = _verdict(details, [h is not None for h in lax_hits], config)
+    return details
+
+
+def _score_compat(
+    text: str,
+    calls: Sequence[Call],
+    meta: Mapping[str, Any],
+    schemas: Mapping[str, Any],
+    config: ItemConfig,
+) -> dict[str, Any]:
+    """The reference harness's item (spec §3): see :mod:`.integration_compat`."""
+    spans = compat.spans(text, config.span_cap)
+    fields = compat.fields([c.result for c in calls])
+    segments = [text[a:b] for a, b in spans.kept]
+    lax_hits = [compat.grounded(seg, fields) for seg in segments]
+    strict_hits = [compat.grounded(seg, fields, compat.KEYED) for seg in segments]
+    n = len(segments)
+    lax = compat.prf(sum(lax_hits), n, bool(fields))
+    strict = compat.prf(sum(strict_hits), n, bool(fields))
+    behaviour = str(meta.get("expected_behaviour") or "normal")
+    expected = list(meta.get("call_sequence") or [])
+    is_control = behaviour in CONTROLS
+    negative = bool(meta.get("negative_control"))
+    eligible = not is_control and not negative and bool(calls) and n > 0
+    contains = compat.contains_grounding(text, spans.kept, fields)
+    keyed = [k for k in fields if k in compat.KEYED]
+    details: dict[str, Any] = {
+        "kind": _kind(meta, is_control, eligible),
+        "spans": [[a, b] for a, b in spans.kept],
+        "span_texts": segments,
+        "spans_total": spans.total,
+        "spans_exceeded_cap": spans.exceeded_cap,
+        "lax": lax.as_dict() if eligible else dict.fromkeys(("precision", "recall", "f1")),
+        "strict": strict.as_dict() if eligible else dict.fromkeys(("precision", "recall", "f1")),
+        "lax_grounded": sum(lax_hits),
+        "strict_grounded": sum(strict_hits),
+        "grounded": [
+            _field_hit(seg, fields) if hit else None
+            for seg, hit in zip(segments, lax_hits, strict=True)
+        ],
+        "grounded_strict": [
+            _field_hit(seg, fields, compat.KEYED) if hit else None
+            for seg, hit in zip(segments, strict_hits, strict=True)
+        ],
+        "facts": len(fields),
+        "keyed_facts": len(keyed),
+        "keyed_facts_found": 0,
+        "fact_recall": None,
+        "eligible": eligible,
+        "control": is_control,
+        "contaminated": is_control and (bool(calls) or n > 0),
+        "calls": [call.name for call in calls],
+        "expected_calls": [str(c.get("name")) if isinstance(c, dict) else str(c) for c in expected],
+        "parity_ok": _parity(calls, expected) if len(expected) > 1 else True,
+        "args_valid": _args_valid(calls, schemas),
+        "args_problems": _args_problems(calls, schemas),
+        "recovered": None,
+        "locale": meta.get("locale") if meta.get("locale_probe") else None,
+        "locale_ok": None,
+        "negative_control": negative,
+        "negative_ok": (not contains) if negative else None,
+        "contains_grounding": contains,
+        "privacy_ok": not _private(text),
+        "tools_used": sorted({call.name for call in calls}),
+        "expected_behaviour": behaviour,
+        "complexity": meta.get("complexity"),
+        "mode": "compat",
+        "in_coverage": not is_control and bool(expected),
+        "in_grounded": not is_control and bool(expected) and bool(fields),
+        "grounded_ok": contains,
+        "strict_grounded_ok": None,
     }
     details["passed"], details["why"] = _verdict(details, lax_hits, config)
     return details
+
+
+def _field_hit(segment: str, fields: Mapping[str, str], keys: Sequence[str] | None = None) -> str:
+    for key, value in fields.items():
+        if compat.grounded(segment, {key: value}, keys):
+            return f"{key}={value!r}"
+    return "?"
 
 
 def _strict_hit(facts: Sequence[Fact], view: SpanText, config: ItemConfig) -> Fact | None:
@@ -308,7 +399,7 @@ def _phone(candidate: str) -> bool:
 
 
 def _verdict(
-    details: Mapping[str, Any], lax_hits: Sequence[Fact | None], config: ItemConfig
+    details: Mapping[str, Any], lax_hits: Sequence[bool], config: ItemConfig
 ) -> tuple[bool, str]:
     kind = details["kind"]
     if kind == "control":
@@ -327,7 +418,7 @@ def _verdict(
     problems = []
     if not details["spans"]:
         problems.append("no integration span")
-    ungrounded = [t for t, hit in zip(details["span_texts"], lax_hits, strict=True) if hit is None]
+    ungrounded = [t for t, hit in zip(details["span_texts"], lax_hits, strict=True) if not hit]
     if config.item_pass == "any_grounded":
         if details["spans"] and len(ungrounded) == len(details["spans"]):
             problems.append(f"no span is grounded: {ungrounded}")

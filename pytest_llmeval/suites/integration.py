@@ -51,6 +51,8 @@ from pytest_llmeval.suites.integration_metrics import GATES, aggregate, gate_lin
 HEADER = "__header__"
 BEHAVIOURS = ("normal", "no_tool", "decline", "retry")
 ITEM_PASS = ("all_grounded", "any_grounded")
+MODES = ("precise", "compat")
+"""``precise``: the spec's §2 definitions; ``compat``: the reference harness's (§3)."""
 ITEM_KEYS = (
     "sample_id", "prompt", "messages", "tools", "expected_behaviour", "call_sequence",
     "complexity", "negative_control", "locale_probe", "locale", "max_turns", "metadata",
@@ -81,7 +83,7 @@ class IntegrationSuite:
         first = next(records, None)
         try:
             header = _header(source, first)
-            config = _config(source, header)
+            config = _config(source, header, ctx.settings.integration_mode)
             problems = _fingerprint_problems(source, header, ctx)
         except CaseFileError as exc:
             yield exc
@@ -305,8 +307,9 @@ def _fingerprint_problems(
     return problems
 
 
-def _config(source: CaseSource, header: dict[str, Any]) -> dict[str, Any]:
-    """The scoring settings of every item: the header's, then the manifest's."""
+def _config(source: CaseSource, header: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The scoring settings of every item: the header's, then the manifest's (its ``mode``
+    wins over ``--llmeval-integration-mode``)."""
     options = source.options
     for key in options:
         if key not in MANIFEST_KEYS:
@@ -316,11 +319,12 @@ def _config(source: CaseSource, header: dict[str, Any]) -> dict[str, Any]:
                 f"unknown option; integration options are {', '.join(MANIFEST_KEYS[2:])}",
                 field=f"manifest option {key}",
             )
-    if options.get("mode", "precise") != "precise":
+    mode = options.get("mode", mode)
+    if mode not in MODES:
         raise CaseFileError(
             source.display,
             None,
-            "only the precise definitions are built; the reference-compat mode is not yet",
+            f"expected one of {', '.join(MODES)}, got {mode!r}",
             field="manifest option mode",
         )
     merged = {**header, **{k: v for k, v in options.items() if k in MANIFEST_KEYS[5:7]}}
@@ -339,6 +343,7 @@ def _config(source: CaseSource, header: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
                 raise where.error(f"{field_name}.{tool}", "expected an array of strings")
     return {
+        "mode": mode,
         "span_cap": where.whole("integration_span_cap", minimum=1) or 3,
         "min_eligible_for_gates": where.whole("min_eligible_for_gates", minimum=0)
         if merged.get("min_eligible_for_gates") is not None
@@ -364,6 +369,7 @@ def _item_config(config: dict[str, Any]) -> ItemConfig:
         absence_phrases=tuple(config["absence_phrases"]),
         allowlist=tuple(config["allowlist"]),
         item_pass=config["item_pass"],
+        mode=config["mode"],
     )
 
 

@@ -355,7 +355,8 @@ class EvalItem(pytest.Function):
             message = score.failure or "the case did not pass"
             if self.eval_file.misses == "xfail":
                 pytest.xfail(f"{self.case.file}:{self.line}: {message}")
-            raise EvalFailure(message, _details(self.transcript))
+            shown = self.state.shown_response(self.case.suite, self.transcript.response)
+            raise EvalFailure(message, _details(self.transcript, shown))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         path = self.path
@@ -434,12 +435,11 @@ def _skip(reason: str) -> NoReturn:
     raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
-def _details(transcript: Transcript) -> str:
+def _details(transcript: Transcript, response: str) -> str:
     calls = ", ".join(
         f"{c.name}({', '.join(f'{k}={v!r}' for k, v in c.params.items())})"
         for c in transcript.tool_calls
     )
-    response = transcript.response
     if len(response) > 500:
         response = response[:500] + "..."
     return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"

@@ -167,7 +167,7 @@ class LLMEvalState:
             error=score.skipped or score.failure,
             scores=score.scores,
             duration_ms=round(transcript.duration_ms, 3),
-            response=transcript.response,
+            response=self.shown_response(case.suite, transcript.response),
             tool_calls=transcript.tool_calls,
             usage=transcript.usage,
             fixture_hits=transcript.fixture_hits,
@@ -175,6 +175,12 @@ class LLMEvalState:
             details=score.details,
             events=transcript.events,
         )
+
+    def shown_response(self, suite_name: str, text: str) -> str:
+        """A model's answer as reports and artifacts keep it: a suite may mask what it
+        considers private (the integration suite: emails, phone numbers, keys)."""
+        mask = getattr(self.suites.get(suite_name), "mask_output", None)
+        return mask(text) if callable(mask) else text
 
     def result_for_report(
         self, item: EvalItem, report: pytest.TestReport, excinfo: Any

@@ -393,3 +393,29 @@ def test_compat_mode_from_the_command_line_and_a_manifest(loop: pytest.Pytester)
     (loop.path / "d.jsonl").write_text((loop.path / "data.integration.jsonl").read_text())
     bad = loop.runpytest("--llmeval-runner", "steps", "c.llmeval.yaml")
     assert "manifest option mode: expected one of precise, compat, got 'nope'" in bad.stdout.str()
+
+
+def test_private_text_in_answers_is_masked_in_every_artifact_and_counted(
+    loop: pytest.Pytester,
+) -> None:
+    items = [
+        {"sample_id": "leaky", "prompt": "item C", "call_sequence": SEQ},
+        {"sample_id": "fine", "prompt": "item A", "call_sequence": SEQ},
+    ]
+    _dataset(loop, items)
+    secret = "Call me at +1 415-555-0132 or mail ana.lopez@example.com"
+    _scripts(
+        loop,
+        {**SCRIPTS, "item C": [["read_file", {"path": "notes.md"}], f"{C} Integration: {secret}."]},
+    )
+    result = loop.runpytest("--llmeval-runner", "steps", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1 + 7, failed=1)  # the leaky span is not grounded
+    (run,) = (loop.path / ".llmeval" / "runs").iterdir()
+    body = json.loads((run / "report.json").read_text())["suites"]["integration"]
+    assert body["privacy_ok_rate"] == 0.5
+    written = [p for p in run.rglob("*") if p.is_file()] + [loop.path / "junit.xml"]
+    for path in written:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert "415-555-0132" not in text and "ana.lopez@example.com" not in text, path
+    assert "[phone]" in (run / "results.jsonl").read_text()
+    assert "415-555-0132" not in result.stdout.str()

@@ -392,6 +392,13 @@ def _private(text: str) -> bool:
     )
 
 
+def mask_private(text: str) -> str:
+    """``text`` with emails, phone numbers and key-like strings replaced by a marker."""
+    text = _EMAIL.sub("[email]", text)
+    text = _KEYLIKE.sub("[key]", text)
+    return _PHONE.sub(lambda m: "[phone]" if _phone(m.group()) else m.group(), text)
+
+
 def _phone(candidate: str) -> bool:
     """9 to 15 digits in groups, not arithmetic (`900 - 123`) or a run of spaced numbers."""
     digits = sum(c.isdigit() for c in candidate)

@@ -141,7 +141,9 @@ class Suite(Protocol):
         ...
 
     # Optional: ``markdown_lines(artifacts) -> list[str]``, a section of ``summary.md`` for
-    # one of this suite's ``file_artifacts`` (When2Call's headline and confusion matrix).
+    # one of this suite's ``file_artifacts`` (When2Call's headline and confusion matrix);
+    # ``mask_output(text) -> str``, the model's answer as results, junit and reports keep it
+    # (the integration suite masks emails, phone numbers and keys).
 
 
 class SuiteRegistry:

@@ -36,7 +36,13 @@ from typing import Any
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import iter_jsonl
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
-from pytest_llmeval.scoring.integration import ABSENCE_PHRASES, Call, ItemConfig, score_item
+from pytest_llmeval.scoring.integration import (
+    ABSENCE_PHRASES,
+    Call,
+    ItemConfig,
+    mask_private,
+    score_item,
+)
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
@@ -181,13 +187,19 @@ class IntegrationSuite:
         details["min_eligible_for_gates"] = config["min_eligible_for_gates"]
         details["gate_thresholds"] = config["gates"]
         passed = bool(details.pop("passed"))
-        why = details.pop("why")
+        why = mask_private(details.pop("why"))
+        details["span_texts"] = [mask_private(t) for t in details["span_texts"]]
         scores = {}
         if details["eligible"]:
             scores = {"lax_f1": details["lax"]["f1"], "strict_f1": details["strict"]["f1"]}
         return CaseScore(
             passed=passed, scores=scores, failure=None if passed else why, details=details
         )
+
+    def mask_output(self, text: str) -> str:
+        """The answer as artifacts keep it: emails, phone numbers and key-like strings are
+        replaced (and counted: ``privacy_ok_rate``)."""
+        return mask_private(text)
 
     def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
         thresholds, min_eligible = _gate_settings(results)

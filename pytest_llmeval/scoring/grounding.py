@@ -118,14 +118,14 @@ def successful(result: Any) -> bool:
 
 
 def facts_of(result: Any, tool: str, call: int) -> list[Fact]:
-    """``result`` flattened into facts (whatever its success; callers choose)."""
+    """``result`` flattened into facts (whatever its success; callers choose), keys sorted."""
     out: list[Fact] = []
 
     def walk(value: Any, path: tuple[str | int, ...]) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
+        if isinstance(value, dict):  # keys sorted: the same facts whatever the JSON's order
+            for key in sorted(value, key=str):
                 if str(key) not in BOOKKEEPING:
-                    walk(item, (*path, str(key)))
+                    walk(value[key], (*path, str(key)))
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 walk(item, (*path, i))

@@ -241,7 +241,7 @@ def _score_compat(
 
 
 def _field_hit(segment: str, fields: Mapping[str, str], keys: Sequence[str] | None = None) -> str:
-    for key, value in fields.items():
+    for key, value in sorted(fields.items()):
         if compat.grounded(segment, {key: value}, keys):
             return f"{key}={value!r}"
     return "?"

@@ -28,6 +28,7 @@ from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.judging import Judge, JudgeError
 from pytest_llmeval.models import EvalCase, Transcript
 from pytest_llmeval.runners.replay import case_scope
 
@@ -44,6 +45,8 @@ class Dispatcher:
     """Background event loop plus a run-ahead window over the items of this process."""
 
     def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
+        self.judge: Judge | None = None
+        """Asked for a verdict after the agent, on cases that carry a judge task."""
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.workspace_root = workspace_root
@@ -167,6 +170,8 @@ class Dispatcher:
             with case_scope(), case_run(key, self.workspace_root) as run:
                 try:
                     transcript = await within(run_agent(agent, case, broker), self.timeout_s)
+                    if case.judge is not None and transcript.error is None:
+                        transcript = await within(self._judged(case, transcript), self.timeout_s)
                 except asyncio.TimeoutError:
                     transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
                 except RunnerError as exc:
@@ -176,6 +181,22 @@ class Dispatcher:
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
+
+    async def _judged(self, case: EvalCase, transcript: Transcript) -> Transcript:
+        """``transcript`` with the judge's verdict on it (a judge error is raised)."""
+        assert case.judge is not None
+        if self.judge is None:
+            raise RunnerError(
+                "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME",
+                kind="judge",
+            )
+        try:
+            judgement = await self.judge.judge(case.judge, transcript)
+        except JudgeError:
+            raise
+        except RunnerError as exc:  # the judge's backend failed: an error, never a verdict
+            raise RunnerError(f"judge: {exc}", kind=exc.kind) from exc
+        return transcript.model_copy(update={"judgement": judgement})
 
 
 def _settle(

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-RunnerErrorKind = Literal["timeout", "http", "protocol", "auth", "connection", "cassette", "agent"]
+RunnerErrorKind = Literal[
+    "timeout", "http", "protocol", "auth", "connection", "cassette", "agent", "judge"
+]
 
 
 class LLMEvalError(Exception):

@@ -130,6 +130,34 @@ class ChoiceTask(_Model):
     """The options as scored text (delimiter included), in the suite's fixed order."""
 
 
+class JudgeTask(_Model):
+    """What a judge model is asked about a case's answer (see :mod:`pytest_llmeval.judging`)."""
+
+    kind: Literal["rubric"]
+    """``rubric``: one score in [0, 1] per criterion, and a reason."""
+    question: str
+    """The user's request the answer is for."""
+    criteria: dict[str, float] = Field(default_factory=dict)
+    """Criterion -> weight (a golden case's ``rubric``)."""
+    reference: str | None = None
+    """A reference answer the judge may compare with (``expected_output``)."""
+
+
+class Judgement(_Model):
+    """The judge's verdict on one answer, and how it was reached."""
+
+    verdict: dict[str, Any] | None = None
+    """The validated verdict (``None`` on a judge error)."""
+    stage: Literal["ok", "repaired", "fallback", "error"] = "ok"
+    """``ok`` first time, ``repaired`` after the repair turn, ``fallback`` the manifest's
+    configured verdict, ``error`` no verdict."""
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """The judge's tokens (reported apart from the model's)."""
+    fingerprint: str = ""
+    """sha256 of the judge runner's fingerprint and the prompt template."""
+
+
 class EvalCase(_Model):
     """One eval case, whatever suite it comes from."""
 
@@ -164,6 +192,8 @@ class EvalCase(_Model):
     """Everything else the case carried."""
     fingerprint: str = ""
     """sha256 of the case's canonical JSON: aligns results across runs and keys resume."""
+    judge: JudgeTask | None = None
+    """Set when a judge model scores the answer (a golden ``rubric``)."""
     choices: ChoiceTask | None = None
     """Set when the case is scored by log-likelihood instead of generation (When2Call
     ``mcq-loglik``): the agent asks the runner to score these continuations."""
@@ -208,6 +238,8 @@ class Transcript(_Model):
     """The case's event stream (model calls, tool calls, what the agent emitted)."""
     logliks: list[Loglik] = Field(default_factory=list)
     """For a :class:`ChoiceTask` case: one score per continuation, in order."""
+    judgement: Judgement | None = None
+    """For a case with a :class:`JudgeTask`: the judge's verdict."""
 
 
 class CaseScore(_Model):

@@ -51,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
+        state.stop_judge()
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
@@ -103,7 +104,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    session.config.stash[state_key].plan(session.items)
+    state = session.config.stash[state_key]
+    state.plan(session.items)
+    if any(isinstance(item, EvalItem) for item in session.items):
+        state.start_judge()
 
 
 # -- fixtures ------------------------------------------------------------------------------

@@ -210,6 +210,35 @@ OPTIONS: tuple[OptionSpec, ...] = (
         choices=("yes", "no"),
     ),
     OptionSpec(
+        "judge-runner",
+        "Runner of the judge model that scores answers a rule cannot (a golden case's rubric): "
+        "any registered runner (openai, hf, replay, yours). With replay, --llmeval-judge-model "
+        "names the recorded judge's folder.",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "judge-model",
+        "Model of the judge (default: --llmeval-model).",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "judge-base-url",
+        "API root of the judge (default: --llmeval-base-url).",
+        metavar="URL",
+    ),
+    OptionSpec(
+        "judge-api-key-env",
+        "Variable holding the judge's API key (default: --llmeval-api-key-env).",
+        metavar="NAME",
+    ),
+    OptionSpec(
+        "judge-temperature",
+        "Sampling temperature of the judge.",
+        default="0",
+        type="float",
+        metavar="T",
+    ),
+    OptionSpec(
         "integration-mode",
         "How tool-integration datasets are scored: precise (the exact definitions) or compat "
         "(the reference harness's rules, quirks included, to reproduce its numbers). A "
@@ -431,6 +460,12 @@ class Settings(BaseModel):
     """Parent of new run dirs."""
     hash_scheduling: bool = True
     """Whether the xdist hash scheduler is used with ``-n``."""
+    judge_runner: str | None = None
+    """Runner of the judge model, or ``None`` (no judge)."""
+    judge_model: str | None = None
+    judge_base_url: _PublicURL | None = None
+    judge_api_key_env: str | None = None
+    judge_temperature: float = 0.0
     integration_mode: Literal["precise", "compat"] = "precise"
     """How tool-integration datasets are scored."""
     fail_on_fingerprint_mismatch: bool = True
@@ -523,6 +558,25 @@ def add_options(parser: pytest.Parser) -> None:
         f"(default: {' '.join(DEFAULT_FILE_GLOBS)})",
         default=list(DEFAULT_FILE_GLOBS),
     )
+
+
+def judge_settings(settings: Settings) -> Settings:
+    """The settings a judge runner is built from: the session's, with the judge's runner,
+    model, endpoint, key variable and temperature; the judge never records its own cassettes
+    under the model's folder (its fingerprint names its own)."""
+    assert settings.judge_runner is not None
+    update: dict[str, Any] = {
+        "runner": settings.judge_runner,
+        "temperature": settings.judge_temperature,
+        "replay_from": settings.judge_model if settings.judge_runner == "replay" else None,
+    }
+    if settings.judge_model is not None:
+        update["model"] = settings.judge_model
+    if settings.judge_base_url is not None:
+        update["base_url"] = settings.judge_base_url
+    if settings.judge_api_key_env is not None:
+        update["api_key_env"] = settings.judge_api_key_env
+    return settings.model_copy(update=update)
 
 
 def _help(spec: OptionSpec) -> str:

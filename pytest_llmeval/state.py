@@ -16,14 +16,14 @@ import pytest
 from pytest_llmeval import sharding
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
-from pytest_llmeval.errors import EvalFailure
+from pytest_llmeval.errors import ConfigError, EvalFailure
 from pytest_llmeval.journal import Journal, next_attempt, read_final
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
 from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.report.redact import Redactor, secret_values
-from pytest_llmeval.settings import Settings
+from pytest_llmeval.settings import Settings, judge_settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
 
 if TYPE_CHECKING:
@@ -118,6 +118,27 @@ class LLMEvalState:
             self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
 
     # -- run-ahead ---------------------------------------------------------------------------
+
+    def start_judge(self) -> None:
+        """Build the judge runner when ``--llmeval-judge-runner`` names one (once)."""
+        if self.settings.judge_runner is None or self.dispatcher.judge is not None:
+            return
+        from pytest_llmeval.judging import Judge
+        from pytest_llmeval.runners.registry import RunnerRegistry
+
+        registry = RunnerRegistry()
+        self.config.hook.pytest_llmeval_register_runners(registry=registry)
+        try:
+            runner = registry.create(judge_settings(self.settings), redact=self.redactor.value)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"--llmeval-judge-runner: {exc}") from None
+        self.dispatcher.judge = Judge(runner)
+
+    def stop_judge(self) -> None:
+        judge, self.dispatcher.judge = self.dispatcher.judge, None
+        aclose = getattr(judge.runner, "aclose", None) if judge is not None else None
+        if aclose is not None:
+            self.dispatcher.call(aclose())
 
     def plan(self, items: list[pytest.Item]) -> None:
         """Work out which eval items this process runs, in order, for the dispatcher."""

@@ -23,7 +23,7 @@ def test_run_dir_files(scripted: pytest.Pytester) -> None:
     scripted.runpytest("--llmeval-runner", "scripted", "--llmeval-run-dir", "run")
     run = scripted.path / "run"
     assert sorted(p.name for p in run.iterdir()) == [
-        ".llmeval-run", "errors.jsonl", "events.jsonl", "journal", "manifest.json",
+        ".llmeval-run", "audit.jsonl", "errors.jsonl", "events.jsonl", "journal", "manifest.json",
         "report.html", "report.json", "results.jsonl", "summary.md",
     ]  # fmt: skip
     rows = read_jsonl(run / "results.jsonl")

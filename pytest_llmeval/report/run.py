@@ -25,6 +25,7 @@ ARTIFACTS = (
     "results.jsonl",
     "errors.jsonl",
     "events.jsonl",
+    "audit.jsonl",
     "report.json",
     "summary.md",
     "report.html",
@@ -99,6 +100,8 @@ class RunWriter:
         errors = (self._row(r) for r in results if r.outcome == "error")
         write_jsonl(self.run_dir / "errors.jsonl", errors)
         write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in events(results)))
+        audit = (redact.value(e) for e in events(results) if e.get("type") == "audit")
+        write_jsonl(self.run_dir / "audit.jsonl", audit)
         write_json(self.run_dir / "report.json", redact.value(report))
         summary = console.summary_markdown(report, results) + self._suite_markdown(file_artifacts)
         summary += summary_extra

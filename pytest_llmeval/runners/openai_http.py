@@ -79,6 +79,8 @@ _FIXED_SCORING_KEYS = ("model", "prompt", "echo", "logprobs", "max_tokens", "tem
 class OpenAIRunner(AsyncClosing):
     """A :class:`~pytest_llmeval.runners.base.Runner` for OpenAI-compatible HTTP APIs.
 
+    ``supports_response_format``: a judge asks it for verdicts with a strict JSON Schema.
+
     Args:
         model: The model name sent with every request.
         base_url: The API root (``https://api.openai.com/v1``, ``http://127.0.0.1:8000/v1``).
@@ -211,6 +213,8 @@ class OpenAIRunner(AsyncClosing):
         }
 
     # -- chat completions ---------------------------------------------------------------------
+
+    supports_response_format = True
 
     def chat_body(self, request: GenerateRequest) -> dict[str, Any]:
         """The JSON body :meth:`generate` sends for ``request``."""

@@ -274,6 +274,7 @@ class RecordingRunner:
         self.store = store
         self.mode: RecordMode = mode
         self.name = inner.name
+        self.supports_response_format = bool(getattr(inner, "supports_response_format", False))
 
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint()
@@ -334,6 +335,8 @@ class ReplayRunner:
         self.store = store
         self.folder = _select_folder(store, select)
         self.recorded_fingerprint = store.read_runner(self.folder)
+        # the recorded runner's requests, judges' strict form included, are what replays
+        self.supports_response_format = self.recorded_fingerprint.get("type") == "openai"
 
     @property
     def recorded_name(self) -> str:

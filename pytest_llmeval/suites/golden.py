@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.errors import CaseFileError, RunnerError
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, JudgeTask, Message, Transcript
+from pytest_llmeval.scoring import judge as judge_rules
 from pytest_llmeval.scoring import text
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -107,23 +108,36 @@ class GoldenSuite:
             except re.error as exc:
                 raise read.error("pattern", f"not a valid regular expression: {exc}") from None
         min_scores = read.number_map("min_scores") or {}
-        read.number_map("rubric")
+        rubric = read.number_map("rubric") or {}
+        for criterion, weight in rubric.items():
+            if weight < 0:
+                raise read.error(f"rubric.{criterion}", f"expected a weight >= 0, got {weight:g}")
+        judged = bool(rubric) and ctx.settings.judge_runner is not None
         named = read.text_list("scorers") or []
         inputs = {"expected_output": expected, "keywords": keywords, "pattern": pattern}
         for name in min_scores:
             needs = _NEEDS.get(name)
             if needs and not inputs[needs]:
                 raise read.error(f"min_scores.{name}", f"the {name} scorer needs {needs!r}")
+            if _is_rubric(name) and not judged:
+                raise read.error(
+                    f"min_scores.{name}",
+                    "a rubric score needs the case's rubric and a judge (--llmeval-judge-runner)"
+                    if rubric
+                    else "a rubric score needs a rubric {criterion: weight}",
+                )
+            if _is_rubric(name) and name != "rubric" and name[7:] not in rubric:
+                raise read.error(f"min_scores.{name}", f"no criterion {name[7:]!r} in the rubric")
         category_thresholds = {
             name: minimum
             for name, minimum in thresholds.get(category or "", {}).items()
-            if not _NEEDS.get(name) or inputs[_NEEDS[name]]
+            if (not _NEEDS.get(name) or inputs[_NEEDS[name]]) and (judged or not _is_rubric(name))
         }
         wanted = {**category_thresholds, **min_scores}
         if not wanted and expected is not None:
             wanted = {"exact_match": 1.0}
         metrics = list(dict.fromkeys([*_default_metrics(expected, keywords, pattern), *named]))
-        metrics += [name for name in wanted if name not in metrics]
+        metrics += [name for name in wanted if name not in metrics and not _is_rubric(name)]
         for name in metrics:
             if name not in SCORERS:
                 field = "min_scores" if name in min_scores else "scorers"
@@ -140,6 +154,10 @@ class GoldenSuite:
         stubs = read.obj("stubs") or {}
         tool_names = read.text_list("tools") or []
         max_turns = read.whole("max_turns", minimum=1) or ctx.settings.max_turns
+        judge = None
+        if judged:
+            question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+            judge = JudgeTask(kind="rubric", question=question, criteria=rubric, reference=expected)
         return EvalCase(
             case_id=case_id,
             suite=self.name,
@@ -151,6 +169,7 @@ class GoldenSuite:
             tool_mode="stubs" if stubs else "broker",
             stubs=stubs,
             max_turns=max_turns,
+            judge=judge,
             expect={
                 "expected_output": expected,
                 "keywords": keywords,
@@ -165,14 +184,27 @@ class GoldenSuite:
     def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
         expect = case.expect
         scores = {name: SCORERS[name](transcript.response, expect) for name in expect["metrics"]}
+        details: dict[str, Any] = {}
+        reason = ""
+        if case.judge is not None:
+            judgement = transcript.judgement
+            if judgement is None or judgement.verdict is None:
+                raise RunnerError("the case has a rubric but no judge verdict", kind="judge")
+            scores.update(judge_rules.rubric_scores(case.judge, judgement.verdict))
+            reason = str(judgement.verdict.get("reason", ""))
+            details["judge"] = {
+                "stage": judgement.stage,
+                "reason": reason,
+                "fingerprint": judgement.fingerprint,
+                "usage": judgement.usage.model_dump(),
+            }
         for name, minimum in expect["thresholds"].items():
             if scores[name] < minimum:
-                return CaseScore(
-                    passed=False,
-                    scores=scores,
-                    failure=_failure(name, scores[name], minimum, expect, transcript.response),
-                )
-        return CaseScore(passed=True, scores=scores)
+                failure = _failure(name, scores[name], minimum, expect, transcript.response)
+                if _is_rubric(name):
+                    failure += f" (judge: {reason})"
+                return CaseScore(passed=False, scores=scores, failure=failure, details=details)
+        return CaseScore(passed=True, scores=scores, details=details)
 
     def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
         metrics: dict[str, list[float]] = {}
@@ -222,6 +254,10 @@ def _messages(read: RowReader) -> list[Message]:
             )
         messages.append(Message(role=item["role"], content=item["content"]))
     return messages
+
+
+def _is_rubric(name: str) -> bool:
+    return name == "rubric" or name.startswith("rubric.")
 
 
 def _default_metrics(expected: str | None, keywords: Any, pattern: str | None) -> list[str]:

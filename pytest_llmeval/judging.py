@@ -1,0 +1,119 @@
+"""A judge: a model behind any runner, asked for a verdict, robustly.
+
+The ladder, for every judged answer:
+
+1. ask in the strictest form the endpoint takes: a runner that says it supports
+   ``response_format`` (the ``openai`` runner) gets a strict JSON Schema; any other gets the
+   plain instructions of the prompt, which always carry the expected form;
+2. read the reply tolerantly (:func:`pytest_llmeval.scoring.judge.extract_verdict`) and
+   validate it against the verdict's schema (``jsonschema``);
+3. on a problem, one repair turn: the judge's own reply, the problem, "answer with valid JSON
+   only";
+4. if that fails too, the case is an **error** (``judge`` kind), never a silent verdict, unless
+   a fallback verdict is configured: it is then applied, and audited.
+
+A reply cut off by the token limit (``finish_reason == "length"``) is an error at once; a
+judge that cannot be reached is an error, never a verdict. Every repair, fallback and error is
+an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the replies, the
+problem.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_llmeval.context import emit
+from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.models import Judgement, JudgeTask, Message, Transcript, Usage
+from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.runners.base import GenerateRequest
+from pytest_llmeval.scoring import judge as rules
+
+AUDIT_REPLY_CHARS = 4000
+
+
+class JudgeError(RunnerError):
+    """The judge gave no usable verdict."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="judge", retryable=False)
+
+
+class Judge:
+    """Asks ``runner`` (any model runner) for verdicts."""
+
+    def __init__(self, runner: Any, fallback: dict[str, Any] | None = None):
+        self.runner = runner
+        self.fallback = fallback
+        self.strict_form = bool(getattr(runner, "supports_response_format", False))
+        self._fingerprint = fingerprint(
+            {"runner": dict(runner.fingerprint()), "template": rules.template_sha256()}
+        )
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    async def judge(self, task: JudgeTask, transcript: Transcript) -> Judgement:
+        """The verdict on ``transcript``'s answer; a :class:`JudgeError` when there is none."""
+        verdict_schema = rules.schema(task)
+        params: dict[str, Any] = {}
+        if self.strict_form:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": verdict_schema},
+            }
+        messages = [Message(role="user", content=rules.prompt(task, transcript.response))]
+        usage = Usage()
+        replies: list[str] = []
+        problems: list[str] = []
+        for attempt in range(2):
+            completion = await self.runner.generate(
+                GenerateRequest(messages=messages, params=params)
+            )
+            usage = usage + completion.usage
+            reply = completion.text or _tool_arguments(completion)
+            replies.append(reply)
+            if completion.finish_reason == "length":
+                problems.append("the reply was cut off by the token limit")
+                break
+            value = rules.extract_verdict(reply)
+            problem = rules.validate(value, verdict_schema)
+            if problem is None:
+                assert isinstance(value, dict)
+                if attempt:
+                    _audit("repair", replies, problems[0])
+                return Judgement(
+                    verdict=value,
+                    stage="repaired" if attempt else "ok",
+                    usage=usage,
+                    fingerprint=self._fingerprint,
+                )
+            problems.append(problem)
+            messages = [
+                *messages,
+                Message(role="assistant", content=reply),
+                Message(role="user", content=rules.REPAIR.format(problem=problem)),
+            ]
+        problem = problems[-1]
+        if self.fallback is not None:
+            _audit("fallback", replies, problem)
+            return Judgement(
+                verdict=dict(self.fallback),
+                stage="fallback",
+                usage=usage,
+                fingerprint=self._fingerprint,
+            )
+        _audit("judge_error", replies, problem)
+        raise JudgeError(f"{problem} (after {len(replies)} judge replies; see audit.jsonl)")
+
+
+def _audit(stage: str, replies: list[str], problem: str) -> None:
+    emit("audit", stage=stage, replies=[r[:AUDIT_REPLY_CHARS] for r in replies], problem=problem)
+
+
+def _tool_arguments(completion: Any) -> str:
+    """A judge that answered with a tool call: its arguments are the verdict."""
+    for call in completion.tool_calls:
+        return json.dumps(call.arguments)
+    return ""

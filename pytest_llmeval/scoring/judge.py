@@ -1,0 +1,132 @@
+"""A judge's prompt, its verdict schema, and reading a verdict out of a reply (pure).
+
+The verdict of a rubric judge (``RUBRIC_VERDICT``)::
+
+    {"scores": {"<criterion>": <number in [0, 1]>, ...}, "reason": "<one or two sentences>"}
+
+with exactly the case's criteria as keys. :func:`extract_verdict` is the tolerant reading of
+a reply: ``<think>...</think>`` blocks and code fences are dropped and the *last* JSON object
+in what is left is the verdict; :func:`validate` checks it against the schema with
+``jsonschema`` and returns the first problem in words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from pytest_llmeval.models import JudgeTask
+
+RUBRIC_TEMPLATE = """\
+You are grading an AI assistant's answer. Score each criterion from 0 (not met at all) to 1
+(fully met); do not reward length or style beyond what a criterion asks.
+
+Criteria:
+{criteria}
+
+The user's request:
+<request>
+{question}
+</request>
+{reference}
+The assistant's answer:
+<answer>
+{answer}
+</answer>
+
+Reply with a JSON object only, in this form:
+{form}
+"""
+REFERENCE = """
+A reference answer (a correct answer, not the only one):
+<reference>
+{reference}
+</reference>
+"""
+REPAIR = (
+    "Your reply could not be used: {problem}. Answer again with the JSON object only, valid "
+    "and complete, and nothing else."
+)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
+
+
+def template_sha256() -> str:
+    """The prompt template's sha256: part of a judged case's scorer fingerprint."""
+    return hashlib.sha256((RUBRIC_TEMPLATE + REFERENCE + REPAIR).encode("utf-8")).hexdigest()
+
+
+def schema(task: JudgeTask) -> dict[str, Any]:
+    """The verdict's JSON Schema (strict: every key required, no others)."""
+    criteria = sorted(task.criteria)
+    return {
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "object",
+                "properties": {c: {"type": "number", "minimum": 0, "maximum": 1} for c in criteria},
+                "required": criteria,
+                "additionalProperties": False,
+            },
+            "reason": {"type": "string"},
+        },
+        "required": ["scores", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def prompt(task: JudgeTask, answer: str) -> str:
+    """The judge's user message for ``answer``."""
+    criteria = "\n".join(f"- {name} (weight {weight:g})" for name, weight in task.criteria.items())
+    form = json.dumps(
+        {"scores": {name: "<0..1>" for name in sorted(task.criteria)}, "reason": "<why>"}
+    )
+    reference = REFERENCE.format(reference=task.reference) if task.reference else ""
+    return RUBRIC_TEMPLATE.format(
+        criteria=criteria, question=task.question, reference=reference, answer=answer, form=form
+    )
+
+
+def extract_verdict(text: str) -> Any | None:
+    """The last JSON object of ``text`` once ``<think>`` blocks and code fences are dropped."""
+    cleaned = _FENCE.sub("\n", _THINK.sub("", text))
+    decoder = json.JSONDecoder()
+    found = None
+    at = cleaned.find("{")
+    while at >= 0:
+        try:
+            value, end = decoder.raw_decode(cleaned, at)
+        except ValueError:
+            at = cleaned.find("{", at + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        at = cleaned.find("{", end)
+    return found
+
+
+def validate(value: Any, verdict_schema: Mapping[str, Any]) -> str | None:
+    """The first problem of ``value`` against the schema, in words; ``None`` when valid."""
+    if value is None:
+        return "no JSON object found in the reply"
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(verdict_schema).iter_errors(value)
+    )
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def rubric_scores(task: JudgeTask, verdict: Mapping[str, Any]) -> dict[str, float]:
+    """``rubric.<criterion>`` per criterion and ``rubric``, the weighted mean."""
+    scores = {f"rubric.{c}": float(verdict["scores"][c]) for c in sorted(task.criteria)}
+    total = sum(task.criteria.values())
+    weighted = sum(w * float(verdict["scores"][c]) for c, w in task.criteria.items())
+    scores["rubric"] = weighted / total if total else 0.0
+    return scores

@@ -10,7 +10,8 @@ The ladder, for every judged answer:
 3. on a problem, one repair turn: the judge's own reply, the problem, "answer with valid JSON
    only";
 4. if that fails too, the case is an **error** (``judge`` kind), never a silent verdict, unless
-   a fallback verdict is configured: it is then applied, and audited.
+   the task has a fallback verdict (a manifest's ``judge_fallback``): it is then applied, and
+   audited.
 
 A reply cut off by the token limit (``finish_reason == "length"``) is an error at once; a
 judge that cannot be reached is an error, never a verdict. Every repair, fallback and error is
@@ -43,9 +44,8 @@ class JudgeError(RunnerError):
 class Judge:
     """Asks ``runner`` (any model runner) for verdicts."""
 
-    def __init__(self, runner: Any, fallback: dict[str, Any] | None = None):
+    def __init__(self, runner: Any):
         self.runner = runner
-        self.fallback = fallback
         self.strict_form = bool(getattr(runner, "supports_response_format", False))
         self._fingerprint = fingerprint(
             {"runner": dict(runner.fingerprint()), "template": rules.template_sha256()}
@@ -96,10 +96,10 @@ class Judge:
                 Message(role="user", content=rules.REPAIR.format(problem=problem)),
             ]
         problem = problems[-1]
-        if self.fallback is not None:
+        if task.fallback is not None:
             _audit("fallback", replies, problem)
             return Judgement(
-                verdict=dict(self.fallback),
+                verdict=dict(task.fallback),
                 stage="fallback",
                 usage=usage,
                 fingerprint=self._fingerprint,

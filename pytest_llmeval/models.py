@@ -141,6 +141,8 @@ class JudgeTask(_Model):
     """Criterion -> weight (a golden case's ``rubric``)."""
     reference: str | None = None
     """A reference answer the judge may compare with (``expected_output``)."""
+    fallback: dict[str, Any] | None = None
+    """A verdict applied (and audited) when the judge gives none; ``None``: that is an error."""
 
 
 class Judgement(_Model):

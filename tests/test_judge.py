@@ -163,3 +163,53 @@ def test_an_openai_judge_on_loopback_gets_a_strict_schema(pytester: pytest.Pytes
     ]
     assert body["temperature"] == 0
     assert "answer-good" in body["messages"][0]["content"]
+
+
+def test_a_configured_fallback_verdict_is_applied_and_audited(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(JUDGE_CONFTEST)
+    write_json(pytester, "data/cases.json", _cases("twice", "good"))
+    fallback = {"scores": {"correctness": 0.0, "tone": 0.0}, "reason": "no verdict: fallback"}
+    (pytester.path / "j.llmeval.yaml").write_text(
+        "suite: golden\ndata: data/cases.json\njudge_fallback: " + json.dumps(fallback) + "\n"
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "scripted-judge",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    rows = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert rows["twice"]["details"]["judge"]["stage"] == "fallback"
+    assert rows["twice"]["scores"]["rubric"] == 0.0
+    (audit,) = read_jsonl(pytester.path / "run" / "audit.jsonl")
+    assert (audit["sample_id"], audit["stage"]) == ("twice", "fallback")
+
+
+def test_judge_calls_record_and_replay_under_their_own_fingerprint(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(JUDGE_CONFTEST)
+    write_json(pytester, "j.golden.json", _cases("good", "repair"))
+    live = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "scripted-judge",
+        "--llmeval-record", "new", "--llmeval-run-dir", "live",
+    )  # fmt: skip
+    live.assert_outcomes(passed=2)
+    folders = sorted(
+        p.name.rsplit("-", 1)[0] for p in (pytester.path / "fixtures" / "cassettes").iterdir()
+    )
+    assert folders == ["echo", "scripted-judge"]
+    pytester.makeconftest("")  # the judge is gone: only its recordings answer now
+    replayed = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "replay",
+        "--llmeval-judge-model", "scripted-judge", "--llmeval-run-dir", "replayed",
+    )  # fmt: skip
+    replayed.assert_outcomes(passed=2)
+    before = {
+        r["case_id"]: r["scores"] for r in read_jsonl(pytester.path / "live" / "results.jsonl")
+    }
+    after = {
+        r["case_id"]: r["scores"] for r in read_jsonl(pytester.path / "replayed" / "results.jsonl")
+    }
+    assert before == after

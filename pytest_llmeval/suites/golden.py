@@ -80,10 +80,16 @@ class GoldenSuite:
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         thresholds = _category_thresholds(source)
+        fallback = source.options.get("judge_fallback")
+        if fallback is not None and not isinstance(fallback, dict):
+            yield CaseFileError(
+                source.display, None, "expected a verdict {scores, reason}", field="judge_fallback"
+            )
+            return
         _, records = read_records(source)
         yield from iter_cases(
             records,
-            lambda line, row: self._case(source, line, row, thresholds, ctx),
+            lambda line, row: self._case(source, line, row, thresholds, ctx, fallback),
             lambda line, row: _identify(RowReader(source.display, line, row)),
         )
 
@@ -94,6 +100,7 @@ class GoldenSuite:
         row: dict[str, Any],
         thresholds: dict[str, dict[str, float]],
         ctx: SuiteContext,
+        fallback: dict[str, Any] | None = None,
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
         read.reject_unknown(_FIELDS)
@@ -157,7 +164,18 @@ class GoldenSuite:
         judge = None
         if judged:
             question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
-            judge = JudgeTask(kind="rubric", question=question, criteria=rubric, reference=expected)
+            judge = JudgeTask(
+                kind="rubric",
+                question=question,
+                criteria=rubric,
+                reference=expected,
+                fallback=fallback,
+            )
+            problem = (
+                judge_rules.validate(fallback, judge_rules.schema(judge)) if fallback else None
+            )
+            if problem:
+                raise read.error("rubric", f"the manifest's judge_fallback does not fit: {problem}")
         return EvalCase(
             case_id=case_id,
             suite=self.name,

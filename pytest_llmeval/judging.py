@@ -63,7 +63,8 @@ class Judge:
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "strict": True, "schema": verdict_schema},
             }
-        messages = [Message(role="user", content=rules.prompt(task, transcript.response))]
+        answer = rules.answer_of(task, transcript)
+        messages = [Message(role="user", content=rules.prompt(task, answer))]
         usage = Usage()
         replies: list[str] = []
         problems: list[str] = []

@@ -133,8 +133,9 @@ class ChoiceTask(_Model):
 class JudgeTask(_Model):
     """What a judge model is asked about a case's answer (see :mod:`pytest_llmeval.judging`)."""
 
-    kind: Literal["rubric"]
-    """``rubric``: one score in [0, 1] per criterion, and a reason."""
+    kind: Literal["rubric", "when2call"]
+    """``rubric``: one score in [0, 1] per criterion, and a reason; ``when2call``: which of
+    the four behaviours the answer shows (the official LLM-as-judge protocol)."""
     question: str
     """The user's request the answer is for."""
     criteria: dict[str, float] = Field(default_factory=dict)
@@ -143,6 +144,8 @@ class JudgeTask(_Model):
     """A reference answer the judge may compare with (``expected_output``)."""
     fallback: dict[str, Any] | None = None
     """A verdict applied (and audited) when the judge gives none; ``None``: that is an error."""
+    tools: list[str] = Field(default_factory=list)
+    """The tools the model was offered, as the dataset gives them (When2Call)."""
 
 
 class Judgement(_Model):

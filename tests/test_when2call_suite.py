@@ -14,7 +14,7 @@ from conftest import read_jsonl, write_jsonl
 
 from pytest_llmeval.suites.when2call_metrics import LABELS
 from pytest_llmeval.suites.when2call_prompts import build_prompt, tool_call_option
-from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
+from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer, tool_call
 
 W2C_FILE = (
     Path(__file__).resolve().parents[2]
@@ -240,11 +240,11 @@ def test_broken_rows_are_their_own_errors(w2c: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("protocol: judge", "LLM-as-judge protocol needs the judge runner, which is not built"),
+        ("protocol: judge", "LLM-as-judge protocol needs a judge model: give --llmeval-judge"),
         ("prompt_format: chatml", "expected one of default, hermes, qwen2_5, llama3_2, xlam"),
         ("score: f1", "expected one of acc_norm, acc, acc_bytes, acc_tokens, got 'f1'"),
         ("treshold: 3", "unknown option; When2Call options are"),
-        ("protocol: mcq-string\nscore: acc_norm", "mcq-string picks one option by its digit"),
+        ("protocol: mcq-string\nscore: acc_norm", "mcq-string picks one label per case"),
     ],
 )
 def test_bad_manifest_options_are_one_clear_error(
@@ -331,3 +331,77 @@ def test_mcq_string_on_a_loopback_server(w2c: pytest.Pytester) -> None:
     assert body["acc_norm"] is None
     assert body["confusion_matrix"][3] == [0, 1, 1, 2]  # the unparsed reply is in no column
     assert body["per_class"]["cannot_answer"]["recall"] == pytest.approx(0.4)
+
+
+def test_the_llm_as_judge_protocol_on_the_300_rows(w2c: pytest.Pytester) -> None:
+    rows = _rows()
+    shutil.copy(W2C_FILE, w2c.path / "when2call_test_llm_judge.jsonl")
+    (w2c.path / "w2c.llmeval.yaml").write_text(
+        "suite: when2call\ndata: when2call_test_llm_judge.jsonl\nprotocol: judge\n"
+    )
+    # the target: calls the first tool offered for "tool_call" questions of rows it has tools
+    # for, asks back when the question mentions a number, else declines
+    asked_tools: list[Any] = []
+
+    def target(body: dict[str, Any]) -> ChatAnswer:
+        assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
+        tools = body.get("tools") or []
+        asked_tools.append(tools)
+        question = body["messages"][0]["content"]
+        if tools and len(question) % 2 == 0:
+            name = tools[0]["function"]["name"]
+            return ChatAnswer(tool_calls=[tool_call(name, {"q": question[:20]}, id="c1")])
+        if any(ch.isdigit() for ch in question):
+            return ChatAnswer(content="Which account do you mean?")
+        return ChatAnswer(content="Sorry, I cannot do that.")
+
+    def judge(body: dict[str, Any]) -> ChatAnswer:
+        prompt = body["messages"][0]["content"]
+        response = prompt.split("<AI_MODEL_RESPONSE>")[1]
+        assert body["response_format"]["json_schema"]["schema"]["required"] == ["classification"]
+        if '"name"' in response:
+            label = "tool_call"
+        elif "?" in response:
+            label = "request_for_info"
+        else:
+            label = "cannot_answer"
+        return ChatAnswer(content=json.dumps({"classification": label}))
+
+    with OpenAIServer(target) as model, OpenAIServer(judge) as judge_server:
+        result = w2c.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-base-url", model.base_url,
+            "--llmeval-model", "test-model", "--llmeval-judge-runner", "openai",
+            "--llmeval-judge-base-url", judge_server.base_url, "--llmeval-run-dir", "run",
+            "-p", "no:cacheprovider",
+        )  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 300, result.stdout.str()[-3000:]
+    names = {t["function"]["name"] for tools in asked_tools for t in tools}
+    assert names and not any("." in n for n in names)  # dots became underscores
+    for tools in asked_tools:
+        for tool in tools:
+            props = tool["function"]["parameters"].get("properties", {})
+            assert all(p.get("type") == "string" for p in props.values())
+    assert sum(1 for tools in asked_tools if not tools) == 17  # no tools: none sent
+    results = {r["case_id"]: r["details"] for r in read_jsonl(w2c.path / "run" / "results.jsonl")}
+    expected = {}
+    for row in rows:
+        q = row["question"]
+        if row["tools"] and len(q) % 2 == 0:
+            expected[row["uuid"]] = "tool_call"
+        elif any(ch.isdigit() for ch in q):
+            expected[row["uuid"]] = "request_for_info"
+        else:
+            expected[row["uuid"]] = "cannot_answer"
+    assert {u: d["pred"] for u, d in results.items()} == expected
+    body = json.loads((w2c.path / "run" / "report.json").read_text())["suites"]["when2call"]
+    assert body["protocol"] == "judge" and body["n"] == 300
+    for label in ("tool_call", "request_for_info", "cannot_answer"):
+        gold = [r for r in rows if r["correct_answer"] == label]
+        hits = sum(expected[r["uuid"]] == label for r in gold)
+        assert body["per_gold_accuracy"][label] == pytest.approx(hits / len(gold), abs=1e-6)
+        assert sum(body["label_counts"][label].values()) == len(gold)
+    cannot = [r for r in rows if r["correct_answer"] == "cannot_answer"]
+    all_rate = sum(expected[r["uuid"]] == "tool_call" for r in cannot) / len(cannot)
+    assert body["tool_hallucination_rate_all"] == pytest.approx(all_rate, abs=1e-6)
+    assert (body["tool_hallucination_n"], body["tool_hallucination_all_n"]) == (17, 100)

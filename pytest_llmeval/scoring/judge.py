@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 
-from pytest_llmeval.models import JudgeTask
+from pytest_llmeval.models import JudgeTask, Transcript
 
 RUBRIC_TEMPLATE = """\
 You are grading an AI assistant's answer. Score each criterion from 0 (not met at all) to 1
@@ -42,6 +42,35 @@ The assistant's answer:
 Reply with a JSON object only, in this form:
 {form}
 """
+WHEN2CALL_TEMPLATE = """\
+You are an expert at classifying how an AI model responded to a user. You are shown the tools
+the model could use, the user's question and the model's response. Put the response in exactly
+one category:
+
+- direct_answer: the model answered from its own knowledge, without using a tool and without
+  asking the user for anything;
+- tool_call: the model called (or wrote a call to) one of the available tools;
+- request_for_info: the model asked the user for more information;
+- cannot_answer: the model said it cannot answer, because it lacks a capability or a tool.
+
+Classify the kind of response only: do NOT judge whether it is accurate or helpful.
+
+<AVAILABLE_TOOLS>
+{tools}
+</AVAILABLE_TOOLS>
+
+<USER_QUESTION>
+{question}
+</USER_QUESTION>
+
+<AI_MODEL_RESPONSE>
+{answer}
+</AI_MODEL_RESPONSE>
+
+Reply with only this JSON object: {{"classification": "<direct_answer | tool_call | \
+request_for_info | cannot_answer>"}}
+"""
+WHEN2CALL_CLASSES = ("direct_answer", "tool_call", "request_for_info", "cannot_answer")
 REFERENCE = """
 A reference answer (a correct answer, not the only one):
 <reference>
@@ -58,11 +87,19 @@ _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 
 def template_sha256() -> str:
     """The prompt template's sha256: part of a judged case's scorer fingerprint."""
-    return hashlib.sha256((RUBRIC_TEMPLATE + REFERENCE + REPAIR).encode("utf-8")).hexdigest()
+    text = RUBRIC_TEMPLATE + REFERENCE + WHEN2CALL_TEMPLATE + REPAIR
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def schema(task: JudgeTask) -> dict[str, Any]:
     """The verdict's JSON Schema (strict: every key required, no others)."""
+    if task.kind == "when2call":
+        return {
+            "type": "object",
+            "properties": {"classification": {"type": "string", "enum": list(WHEN2CALL_CLASSES)}},
+            "required": ["classification"],
+            "additionalProperties": False,
+        }
     criteria = sorted(task.criteria)
     return {
         "type": "object",
@@ -80,8 +117,20 @@ def schema(task: JudgeTask) -> dict[str, Any]:
     }
 
 
+def answer_of(task: JudgeTask, transcript: Transcript) -> str:
+    """What the judge is shown: for When2Call, the model's first tool call as
+    ``{"name", "arguments"}`` JSON when it made one (the official rule), else its text."""
+    if task.kind == "when2call" and transcript.tool_calls:
+        first = transcript.tool_calls[0]
+        return json.dumps({"name": first.name, "arguments": first.params})
+    return transcript.response
+
+
 def prompt(task: JudgeTask, answer: str) -> str:
     """The judge's user message for ``answer``."""
+    if task.kind == "when2call":
+        tools = repr([json.loads(t) for t in task.tools])  # Python's repr, as the official
+        return WHEN2CALL_TEMPLATE.format(tools=tools, question=task.question, answer=answer)
     criteria = "\n".join(f"- {name} (weight {weight:g})" for name, weight in task.criteria.items())
     form = json.dumps(
         {"scores": {name: "<0..1>" for name in sorted(task.criteria)}, "reason": "<why>"}

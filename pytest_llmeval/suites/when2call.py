@@ -24,6 +24,11 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
 * **mcq-string** (an extension from the third-party API suite): a chat prompt lists the
   options as 0-3; the first digit 0-3 of the reply is the choice, and a reply without one is
   ``unparsed`` (counted; the case fails; the reply is kept).
+* **judge** (the official LLM-as-judge protocol; needs ``--llmeval-judge-runner``): the model
+  answers the bare question with the row's tools offered natively (rewritten as the official
+  generation rewrites them); its first tool call (as ``{name, arguments}``) or its text goes to
+  the judge, which classifies it as ``direct_answer``, ``tool_call``, ``request_for_info`` or
+  ``cannot_answer`` (``direct_answer`` is the suite's ``direct``).
 
 A case passes iff the prediction of the ``score`` rule is the gold label. Dataset metrics are
 in :mod:`~pytest_llmeval.suites.when2call_metrics`.
@@ -41,7 +46,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_llmeval.errors import CaseFileError, RunnerError
-from pytest_llmeval.models import CaseResult, CaseScore, ChoiceTask, EvalCase, Message, Transcript
+from pytest_llmeval.models import (
+    CaseResult,
+    CaseScore,
+    ChoiceTask,
+    EvalCase,
+    JudgeTask,
+    Message,
+    ToolSpec,
+    Transcript,
+)
 from pytest_llmeval.scoring.classification import argmax_first
 from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
 from pytest_llmeval.suites.fields import RowReader
@@ -82,8 +96,9 @@ class When2CallOptions(BaseModel):
     target_delimiter: str = ""
 
 
-def read_options(source: CaseSource) -> When2CallOptions:
-    """The manifest's When2Call options; a problem is one error naming the option."""
+def read_options(source: CaseSource, judged: bool = False) -> When2CallOptions:
+    """The manifest's When2Call options; a problem is one error naming the option.
+    ``judged``: whether the session has a judge (``--llmeval-judge-runner``)."""
     given = {k: v for k, v in source.options.items() if k not in ("suite", "data")}
     for key in given:
         if key not in OPTION_KEYS:
@@ -101,16 +116,16 @@ def read_options(source: CaseSource) -> When2CallOptions:
         else:
             message = problem["msg"]
         raise _option_error(source, key, message) from None
-    if options.protocol == "judge":
+    if options.protocol == "judge" and not judged:
         raise _option_error(
             source,
             "protocol",
-            "the LLM-as-judge protocol needs the judge runner, which is not built yet; "
-            "use mcq-loglik or mcq-string",
+            "the LLM-as-judge protocol needs a judge model: give --llmeval-judge-runner NAME "
+            "(and --llmeval-judge-model, --llmeval-judge-base-url as it needs)",
         )
-    if options.protocol == "mcq-string" and given.get("score", "acc") != "acc":
+    if options.protocol in ("mcq-string", "judge") and given.get("score", "acc") != "acc":
         raise _option_error(
-            source, "score", "mcq-string picks one option by its digit: only acc applies"
+            source, "score", f"{options.protocol} picks one label per case: only acc applies"
         )
     return options
 
@@ -137,7 +152,7 @@ class When2CallSuite:
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         try:
-            options = read_options(source)
+            options = read_options(source, judged=ctx.settings.judge_runner is not None)
         except CaseFileError as exc:
             yield exc
             return
@@ -188,6 +203,15 @@ class When2CallSuite:
         }
         if options.protocol == "mcq-string":
             return EvalCase(messages=_mcq_string_messages(prompt, options_text), **common)
+        if options.protocol == "judge":
+            specs = [_openai_tool(read, i, text) for i, text in enumerate(tools)]
+            judge = JudgeTask(kind="when2call", question=question, tools=list(tools))
+            return EvalCase(
+                messages=[Message(role="user", content=question)],
+                tools=specs,
+                judge=judge,
+                **common,
+            )
         delimiter = options.target_delimiter
         return EvalCase(
             messages=[Message(role="user", content=question)],
@@ -201,6 +225,8 @@ class When2CallSuite:
         meta = case.metadata
         if meta["protocol"] == "mcq-string":
             return _score_string(case, transcript)
+        if meta["protocol"] == "judge":
+            return _score_judged(case, transcript)
         return _score_loglik(case, transcript)
 
     def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -260,6 +286,31 @@ def _json_object(read: RowReader, field: str, text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise read.error(field, "expected a JSON object in the string")
     return value
+
+
+def _openai_tool(read: RowReader, index: int, text: str) -> ToolSpec:
+    """A BFCL tool rewritten as the official LLM-as-judge generation does before sending it:
+    a raw text replace of float/integer -> string and dict/tuple -> object over the whole JSON
+    (descriptions included), dots in the name -> underscores, ``parameters.type`` object, and
+    every top-level property typed string."""
+    rewritten = text
+    for old, new in (("float", "string"), ("integer", "string"), ("dict", "object"),
+                     ("tuple", "object")):  # fmt: skip
+        rewritten = rewritten.replace(old, new)
+    spec = _json_object(read, f"tools[{index}]", rewritten)
+    given = spec.get("parameters")
+    params: dict[str, Any] = {**(given if isinstance(given, dict) else {}), "type": "object"}
+    properties = params.get("properties")
+    if isinstance(properties, dict):
+        params["properties"] = {
+            key: {**value, "type": "string"} if isinstance(value, dict) else {"type": "string"}
+            for key, value in properties.items()
+        }
+    return ToolSpec(
+        name=str(spec.get("name", "")).replace(".", "_"),
+        description=str(spec.get("description") or ""),
+        parameters=params,
+    )
 
 
 def _mcq_string_messages(prompt: str, options: Sequence[str]) -> list[Message]:
@@ -345,6 +396,52 @@ def _shown_scores(scores: Sequence[dict[str, Any]], rule: str, picked: int) -> s
 
 
 _UNIT = {"acc_norm": "character", "acc_bytes": "byte", "acc_tokens": "token"}
+
+
+JUDGE_LABELS = {"direct_answer": "direct"}
+"""The judge's label names that differ from the suite's."""
+
+
+def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
+    meta = case.metadata
+    gold = meta["gold"]
+    judgement = transcript.judgement
+    if judgement is None or judgement.verdict is None:
+        raise RunnerError("the LLM-as-judge protocol has no judge verdict", kind="judge")
+    classification = str(judgement.verdict["classification"])
+    pred = JUDGE_LABELS.get(classification, classification)
+    answered = "tool_call" if transcript.tool_calls else "text"
+    details: dict[str, Any] = {
+        "gold": gold,
+        "pred": pred,
+        "pred_acc": pred,
+        "classification": classification,
+        "answered_with": answered,
+        "reply": transcript.response[:RAW_REPLY_CHARS],
+        "tool_call": _first_call(transcript),
+        "n_tools": meta["n_tools"],
+        "protocol": "judge",
+        "prompt_format": meta["prompt_format"],
+        "primary": "acc",
+        "judge": {
+            "stage": judgement.stage,
+            "fingerprint": judgement.fingerprint,
+            "usage": judgement.usage.model_dump(),
+        },
+    }
+    passed = pred == gold
+    failure = None
+    if not passed:
+        what = details["tool_call"] or repr(transcript.response[:200])
+        failure = f"gold {gold}, the judge classified the answer as {classification}: {what}"
+    return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)
+
+
+def _first_call(transcript: Transcript) -> dict[str, Any] | None:
+    if not transcript.tool_calls:
+        return None
+    first = transcript.tool_calls[0]
+    return {"name": first.name, "arguments": first.params}
 
 
 def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:

@@ -11,7 +11,10 @@ From the scored cases (an error case has no prediction and is counted in ``error
   ``macro_f1_3`` (over the three labels that occur as gold) and ``macro_f1_4`` (all four;
   capped at 0.75 since ``direct`` is never gold), ``tool_hallucination_rate`` over
   ``tool_hallucination_n`` (the official definition: gold ``cannot_answer`` with zero tools,
-  predicted ``tool_call``), ``unparsed``.
+  predicted ``tool_call``), ``tool_hallucination_rate_all`` over ``tool_hallucination_all_n``
+  (every gold ``cannot_answer``: the denominator the README's LLM-judge column seems to use),
+  ``per_gold_accuracy`` and ``label_counts`` (per gold label, as the official judge
+  aggregation prints them; ``direct`` is the judge's ``direct_answer``), ``unparsed``.
 
 Rates are rounded to six decimals, like every report value; ``null`` when undefined.
 """
@@ -67,6 +70,7 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
     matrix = confusion_matrix(gold, pred, LABELS)
     classes = per_class(matrix, LABELS, supports=[gold.count(label) for label in LABELS])
     hallucination = [d for d in rows if d["gold"] == "cannot_answer" and d["n_tools"] == 0]
+    cannot = [d for d in rows if d["gold"] == "cannot_answer"]
     out.update(
         labels=list(LABELS),
         confusion_matrix=matrix,
@@ -80,6 +84,20 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
             accuracy([d.get("pred") == "tool_call" for d in hallucination])
         ),
         tool_hallucination_n=len(hallucination),
+        tool_hallucination_rate_all=_round(
+            accuracy([d.get("pred") == "tool_call" for d in cannot])
+        ),
+        tool_hallucination_all_n=len(cannot),
+        per_gold_accuracy={
+            label: _round(accuracy([d.get("pred") == label for d in rows if d["gold"] == label]))
+            for label in GOLD_LABELS
+        },
+        label_counts={
+            label: {
+                p: sum(1 for d in rows if d["gold"] == label and d.get("pred") == p) for p in LABELS
+            }
+            for label in GOLD_LABELS
+        },
         unparsed=sum(1 for d in rows if d.get("unparsed")),
     )
     return out

@@ -18,6 +18,7 @@ import yaml
 
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
+from pytest_llmeval.repeats import score_repeats
 from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
 
 if TYPE_CHECKING:
@@ -149,6 +150,16 @@ class EvalFile(pytest.File):
                 display, None, f"data file {manifest['data']!r} does not exist", field="data"
             )
         options = {k: v for k, v in manifest.items() if not k.startswith("__line__")}
+        repeats = options.get("repeats")
+        if repeats is not None:
+            if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+                raise CaseFileError(
+                    display,
+                    manifest.get("__line__repeats"),
+                    f"expected a whole number >= 1, got {repeats!r}",
+                    field="repeats",
+                )
+            self.state.file_repeats[display_path(data, rootdir)] = repeats
         misses = options.get("misses", "fail")
         if misses not in MISSES:
             raise CaseFileError(
@@ -347,7 +358,14 @@ class EvalItem(pytest.Function):
         assert self.case is not None and self.transcript is not None
         suite = self.state.suites.get(self.case.suite)
         assert suite is not None
-        score = suite.score(self.case, self.transcript, self.state.context)
+        if self.transcript.repeats:
+            score = score_repeats(
+                lambda t: suite.score(self.case, t, self.state.context),  # type: ignore[arg-type]
+                self.transcript.repeats,
+                self.state.settings.repeat_rule,
+            )
+        else:
+            score = suite.score(self.case, self.transcript, self.state.context)
         self.result = self.state.make_result(self, score)
         if score.skipped:
             _skip(score.skipped)

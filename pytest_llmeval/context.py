@@ -32,6 +32,8 @@ class CaseRun:
     """The case's node id."""
     workspace_root: Path | None
     """Parent of the per-case workspaces (``<run dir>/workspaces``)."""
+    repeat: int = 0
+    """Which repeat of the case this is (``--llmeval-repeats``), from 0."""
     events: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     _workspace: Path | None = None
@@ -41,7 +43,8 @@ class CaseRun:
         if self._workspace is None:
             if self.workspace_root is None:
                 raise LLMEvalError("this session has no run dir for case workspaces")
-            self._workspace = self.workspace_root / workspace_name(self.key)
+            name = self.key if not self.repeat else f"{self.key}#{self.repeat}"
+            self._workspace = self.workspace_root / workspace_name(name)
             self._workspace.mkdir(parents=True, exist_ok=True)
         return self._workspace
 
@@ -60,9 +63,9 @@ def workspace_name(key: str) -> str:
 
 
 @contextmanager
-def case_run(key: str, workspace_root: Path | None) -> Iterator[CaseRun]:
-    """Make ``key`` the running case for the code inside (and the tasks it starts)."""
-    run = CaseRun(key=key, workspace_root=workspace_root)
+def case_run(key: str, workspace_root: Path | None, repeat: int = 0) -> Iterator[CaseRun]:
+    """Make ``key`` (its ``repeat``-th run) the running case for the code inside."""
+    run = CaseRun(key=key, workspace_root=workspace_root, repeat=repeat)
     token = _current.set(run)
     try:
         yield run
@@ -73,6 +76,13 @@ def case_run(key: str, workspace_root: Path | None) -> Iterator[CaseRun]:
 def current() -> CaseRun | None:
     """The running case, or ``None`` outside of one."""
     return _current.get()
+
+
+def repeat_index() -> int:
+    """Which repeat of its case is running (0 outside a case or without repeats): a runner
+    that caches or seeds by request can tell repeats apart with it."""
+    run = _current.get()
+    return run.repeat if run is not None else 0
 
 
 def workspace() -> Path:

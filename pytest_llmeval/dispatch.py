@@ -47,6 +47,8 @@ class Dispatcher:
     def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
         self.judge: Judge | None = None
         """Asked for a verdict after the agent, on cases that carry a judge task."""
+        self.repeats_for: Callable[[EvalCase], int] = lambda case: 1
+        """How many times a case runs (``--llmeval-repeats``, a manifest's, a case's own)."""
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.workspace_root = workspace_root
@@ -165,9 +167,21 @@ class Dispatcher:
             task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
+        runs = self.repeats_for(case)
+        if runs == 1:
+            return await self._once(key, case, agent, broker, 0)
+        done = await asyncio.gather(*(self._once(key, case, agent, broker, r) for r in range(runs)))
+        first = next((t for t in done if t.error is None), done[0])
+        events = [{**e, "repeat": r} for r, t in enumerate(done) for e in t.events]
+        return first.model_copy(update={"repeats": list(done), "events": events})
+
+    async def _once(
+        self, key: str, case: EvalCase, agent: Any, broker: ToolBroker, repeat: int
+    ) -> Transcript:
+        """One run of one case, in its own task, slot, cassette scope and event stream."""
         assert self._semaphore is not None
         async with self._semaphore:
-            with case_scope(), case_run(key, self.workspace_root) as run:
+            with case_scope(), case_run(key, self.workspace_root, repeat) as run:
                 try:
                     transcript = await within(run_agent(agent, case, broker), self.timeout_s)
                     if case.judge is not None and transcript.error is None:

@@ -245,6 +245,9 @@ class Transcript(_Model):
     """For a :class:`ChoiceTask` case: one score per continuation, in order."""
     judgement: Judgement | None = None
     """For a case with a :class:`JudgeTask`: the judge's verdict."""
+    repeats: list[Transcript] = Field(default_factory=list)
+    """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
+    are those of the first run that did not fail)."""
 
 
 class CaseScore(_Model):
@@ -260,6 +263,8 @@ class CaseScore(_Model):
     """Anything the suite's aggregate or report needs later (JSON-safe)."""
     skipped: str | None = None
     """Why the case was not judged at all (it then counts as skipped)."""
+    repeats: dict[str, Any] | None = None
+    """With repeats: :func:`pytest_llmeval.repeats.summary` of the runs."""
 
 
 class CaseResult(_Model):
@@ -287,6 +292,9 @@ class CaseResult(_Model):
     fixture_hits: int = 0
     fixture_misses: int = 0
     details: dict[str, Any] = Field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
+    """With repeats: ``n``, ``passed``, ``errors``, ``pass_rate``, ``low``, ``high``,
+    ``outcomes``, ``flaky``."""
     events: list[dict[str, Any]] = Field(default_factory=list)
     """The case's event stream; written to ``events.jsonl``, not to ``results.jsonl``."""
 

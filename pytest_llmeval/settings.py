@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from pytest_llmeval.limits import RATE_FORM, parse_rate_limit
+from pytest_llmeval.repeats import parse_rule
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.providers import Provider, parse_providers
 from pytest_llmeval.sharding import parse_shard
@@ -208,6 +209,22 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="yes",
         type="choice",
         choices=("yes", "no"),
+    ),
+    OptionSpec(
+        "repeats",
+        "Run every eval case K times (still one test per case; a manifest's repeats or a "
+        "case's metadata.repeats wins). Its outcome follows --llmeval-repeat-rule; results "
+        "and reports gain pass rates with Wilson intervals, pass@k and pass^k.",
+        default="1",
+        type="int",
+        metavar="K",
+    ),
+    OptionSpec(
+        "repeat-rule",
+        "How a repeated case's runs decide it: all, any, majority, rate>=X or lower>=X (the "
+        "Wilson 95 percent lower bound of its pass rate).",
+        default="majority",
+        metavar="RULE",
     ),
     OptionSpec(
         "judge-runner",
@@ -460,6 +477,10 @@ class Settings(BaseModel):
     """Parent of new run dirs."""
     hash_scheduling: bool = True
     """Whether the xdist hash scheduler is used with ``-n``."""
+    repeats: int = 1
+    """Runs per case."""
+    repeat_rule: str = "majority"
+    """How a repeated case's runs decide it."""
     judge_runner: str | None = None
     """Runner of the judge model, or ``None`` (no judge)."""
     judge_model: str | None = None
@@ -596,6 +617,12 @@ def from_config(config: pytest.Config) -> Settings:
     values["file_globs"] = tuple(config.getini("llmeval_files") or DEFAULT_FILE_GLOBS)
     if values["concurrency"] < 1:
         raise pytest.UsageError("--llmeval-concurrency must be 1 or more")
+    if values["repeats"] < 1:
+        raise pytest.UsageError("--llmeval-repeats must be 1 or more")
+    try:
+        parse_rule(values["repeat_rule"])
+    except ValueError as exc:
+        raise pytest.UsageError(f"--llmeval-repeat-rule: {exc}") from None
     if values["timeout"] <= 0:
         raise pytest.UsageError("--llmeval-timeout must be a positive number of seconds")
     if values["max_turns"] < 1:

@@ -19,7 +19,7 @@ from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import ConfigError, EvalFailure
 from pytest_llmeval.journal import Journal, next_attempt, read_final
 from pytest_llmeval.limits import SessionLimits
-from pytest_llmeval.models import CaseResult, CaseScore, Outcome, Transcript
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Outcome, Transcript
 from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.report.redact import Redactor, secret_values
@@ -60,6 +60,9 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
         )
+        self.file_repeats: dict[str, int] = {}
+        """Runs per case set by a manifest, by data file (display path)."""
+        self.dispatcher.repeats_for = self.repeats_for
         # the session-wide backend limits; installed as limits.current() for runner factories
         self.limits = SessionLimits(settings.max_connections, settings.rate_limit, workerinput)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
@@ -118,6 +121,14 @@ class LLMEvalState:
             self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
 
     # -- run-ahead ---------------------------------------------------------------------------
+
+    def repeats_for(self, case: EvalCase) -> int:
+        """Runs of ``case``: its own ``metadata.repeats``, else its manifest's, else
+        ``--llmeval-repeats``."""
+        own = case.metadata.get("repeats")
+        if isinstance(own, int) and not isinstance(own, bool) and own >= 1:
+            return own
+        return self.file_repeats.get(case.file, self.settings.repeats)
 
     def start_judge(self) -> None:
         """Build the judge runner when ``--llmeval-judge-runner`` names one (once)."""
@@ -194,6 +205,7 @@ class LLMEvalState:
             fixture_hits=transcript.fixture_hits,
             fixture_misses=transcript.fixture_misses,
             details=score.details,
+            repeats=score.repeats,
             events=transcript.events,
         )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pytest_llmeval import __version__
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.repeats import suite_statistics
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.suites.base import SuiteRegistry, base_totals
 
@@ -32,6 +33,9 @@ def build_report(
         for row in rows:
             categories.setdefault(row.category or "(none)", []).append(row)
         body["categories"] = {cat: base_totals(r) for cat, r in sorted(categories.items())}
+        repeated = [row.repeats for row in rows if row.repeats is not None]
+        if repeated:
+            body.update(suite_statistics(repeated))
         suite_reports[name] = body
     runner_ids = sorted(runners)
     return {

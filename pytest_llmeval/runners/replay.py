@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from pytest_llmeval.context import repeat_index
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
@@ -111,13 +112,21 @@ def _loglik_key(runner_fp: dict[str, Any], request: LoglikRequest) -> tuple[str,
     """The cassette key of one log-likelihood request (with its repeat index in the case)."""
     body = {"runner": runner_fp, "loglik": request.model_dump(mode="json")}
     repeat = next_repeat_index(fingerprint(body))
-    return fingerprint({**body, "repeat": repeat}), repeat
+    return fingerprint({**body, "repeat": _repeat_key(repeat)}), repeat
+
+
+def _repeat_key(repeat: int) -> int | list[int]:
+    """The ``repeat`` of a cassette key: the k-th identical request within the case, and, for
+    the case's second and later runs (``--llmeval-repeats``), which run: ``[run, k]``. The
+    first run keeps the plain ``k``, so cassettes recorded without repeats stay valid."""
+    run = repeat_index()
+    return repeat if run == 0 else [run, repeat]
 
 
 def cassette_key(runner_fp: dict[str, Any], request: GenerateRequest, repeat: int) -> str:
-    """sha256 of ``{"runner": runner_fp, "request": <canonical request>, "repeat": repeat}``."""
+    """sha256 of ``{"runner": runner_fp, "request": <canonical request>, "repeat": ...}``."""
     return fingerprint(
-        {"runner": runner_fp, "request": canonical_request(request), "repeat": repeat}
+        {"runner": runner_fp, "request": canonical_request(request), "repeat": _repeat_key(repeat)}
     )
 
 

@@ -108,6 +108,8 @@ def score_repeats(
     keys = sorted({k for one in judged for k in one.scores})
     scores = {k: sum(one.scores.get(k, 0.0) for one in judged) / len(judged) for k in keys}
     details = {**judged[0].details, "repeat_scores": [one.scores for one in judged]}
+    if "pred" in details:  # a label-valued verdict (When2Call): every run's label, in order
+        details["repeat_labels"] = [one.details.get("pred") for one in judged]
     failure = None
     if not passed:
         missed = next((one.failure for one in judged if not one.passed), None)

@@ -160,3 +160,25 @@ def test_aggregate_by_hand() -> None:
     empty = aggregate([])
     assert empty["acc_norm"] is None and empty["tool_hallucination_rate"] is None
     assert empty["confusion_matrix"] == [[0] * 4 for _ in range(4)]
+
+
+def test_stability_metrics_by_hand() -> None:
+    from pytest_llmeval.scoring.classification import stability
+
+    runs = [
+        [T, T, T, T],  # stable, right
+        [C, C, C, C],  # stable, wrong (gold tool_call)
+        [R, C, R, C],  # tie: request_for_info before cannot_answer; 3 flips
+        [T, T, R, T],  # mode tool_call, m = 3
+    ]
+    gold = [T, T, R, T]
+    out = stability(runs, gold, LABELS)
+    assert out["stability_at_k"] == 0.5
+    assert out["mean_consistency_at_k"] == pytest.approx((1 + 1 + 0.5 + 0.75) / 4)
+    assert (out["stable_correct_rate"], out["stable_wrong_rate"]) == (0.25, 0.25)
+    assert out["mode_correct_rate"] == 0.75  # cases 1, 3 (tie goes to request_for_info), 4
+    h3 = 1.0 / 2.0  # two labels half each: 1 bit of log2(4) = 2 bits
+    h4 = -(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25)) / 2
+    assert out["normalized_entropy"] == pytest.approx((0 + 0 + h3 + h4) / 4)
+    assert out["flip_rate"] == pytest.approx((0 + 0 + 1 + 2 / 3) / 4)
+    assert out["mean_acc_across_runs"] == pytest.approx((1 + 0 + 0.5 + 0.75) / 4)

@@ -405,3 +405,24 @@ def test_the_llm_as_judge_protocol_on_the_300_rows(w2c: pytest.Pytester) -> None
     all_rate = sum(expected[r["uuid"]] == "tool_call" for r in cannot) / len(cannot)
     assert body["tool_hallucination_rate_all"] == pytest.approx(all_rate, abs=1e-6)
     assert (body["tool_hallucination_n"], body["tool_hallucination_all_n"]) == (17, 100)
+
+
+def test_repeats_report_the_stability_metrics(w2c: pytest.Pytester) -> None:
+    rows = _rows()[95:105]
+    write_jsonl(w2c, "when2call_rows.jsonl", rows)
+    w2c.runpytest(
+        "--llmeval-runner", "scorer", "--llmeval-repeats", "3", "--llmeval-run-dir", "run"
+    )
+    body = json.loads((w2c.path / "run" / "report.json").read_text())["suites"]["when2call"]
+    right = sum(_expected_pick(r, "acc_norm") == r["correct_answer"] for r in rows) / len(rows)
+    stable = body["stability"]  # a deterministic scorer: every run picks the same label
+    assert (stable["stability_at_k"], stable["flip_rate"], stable["normalized_entropy"]) == (
+        1,
+        0,
+        0,
+    )
+    assert stable["mean_acc_across_runs"] == pytest.approx(right, abs=1e-6)
+    assert stable["mode_correct_rate"] == pytest.approx(right, abs=1e-6)
+    assert body["pass_at_k"]["3"] == pytest.approx(right, abs=1e-6)
+    details = read_jsonl(w2c.path / "run" / "results.jsonl")[0]["details"]
+    assert len(details["repeat_labels"]) == 3

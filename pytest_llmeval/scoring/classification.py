@@ -18,6 +18,7 @@ Conventions, stated once:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -92,3 +93,56 @@ def argmax_first(values: Sequence[float]) -> int:
         if value > values[best]:
             best = i
     return best
+
+
+def stability(
+    runs: Sequence[Sequence[str | None]], gold: Sequence[str], labels: Sequence[str]
+) -> dict[str, float | None]:
+    """Seed-003's stability metrics over cases' labels in run order (``None``: no label).
+
+    The modal label of a case is its most frequent one (ties: the first in ``labels``, then a
+    missing label last); ``m`` its count among the case's ``k`` runs. Stability@k: share of
+    cases with ``m == k``; MeanConsistency@k: mean ``m / k``; StableCorrectRate /
+    StableWrongRate: ``m == k`` with the mode right / wrong; ModeCorrectRate: the mode right;
+    normalised entropy: mean of ``H / log2 |labels|``; flip rate: mean share of consecutive
+    runs whose labels differ; MeanAccAcrossRuns: mean share of runs right.
+    """
+    cases = [(list(r), g) for r, g in zip(runs, gold, strict=True) if r]
+    if not cases:
+        keys = ("stability_at_k", "mean_consistency_at_k", "stable_correct_rate",
+                "stable_wrong_rate", "mode_correct_rate", "normalized_entropy", "flip_rate",
+                "mean_acc_across_runs")  # fmt: skip
+        return dict.fromkeys(keys)
+    order = {label: i for i, label in enumerate(labels)}
+    stats = {k: 0.0 for k in ("stable", "consistency", "stable_right", "stable_wrong",
+                              "mode_right", "entropy", "flips", "acc")}  # fmt: skip
+    flip_cases = 0
+    for labelled, right in cases:
+        k = len(labelled)
+        counts: dict[str | None, int] = {}
+        for label in labelled:
+            counts[label] = counts.get(label, 0) + 1
+        mode = min(counts, key=lambda x: (-counts[x], order.get(x, len(order)) if x else 1 << 30))
+        m = counts[mode]
+        stats["stable"] += m == k
+        stats["consistency"] += m / k
+        stats["stable_right"] += m == k and mode == right
+        stats["stable_wrong"] += m == k and mode != right
+        stats["mode_right"] += mode == right
+        entropy = -sum((c / k) * math.log2(c / k) for c in counts.values())
+        stats["entropy"] += entropy / math.log2(len(labels)) if len(labels) > 1 else 0.0
+        if k > 1:
+            flip_cases += 1
+            stats["flips"] += sum(a != b for a, b in itertools.pairwise(labelled)) / (k - 1)
+        stats["acc"] += sum(label == right for label in labelled) / k
+    n = len(cases)
+    return {
+        "stability_at_k": stats["stable"] / n,
+        "mean_consistency_at_k": stats["consistency"] / n,
+        "stable_correct_rate": stats["stable_right"] / n,
+        "stable_wrong_rate": stats["stable_wrong"] / n,
+        "mode_correct_rate": stats["mode_right"] / n,
+        "normalized_entropy": stats["entropy"] / n,
+        "flip_rate": stats["flips"] / flip_cases if flip_cases else None,
+        "mean_acc_across_runs": stats["acc"] / n,
+    }

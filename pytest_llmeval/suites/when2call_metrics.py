@@ -14,7 +14,10 @@ From the scored cases (an error case has no prediction and is counted in ``error
   predicted ``tool_call``), ``tool_hallucination_rate_all`` over ``tool_hallucination_all_n``
   (every gold ``cannot_answer``: the denominator the README's LLM-judge column seems to use),
   ``per_gold_accuracy`` and ``label_counts`` (per gold label, as the official judge
-  aggregation prints them; ``direct`` is the judge's ``direct_answer``), ``unparsed``.
+  aggregation prints them; ``direct`` is the judge's ``direct_answer``), ``unparsed``;
+* with repeats, ``stability``: seed 003's Stability@k, MeanConsistency@k, StableCorrectRate,
+  StableWrongRate, ModeCorrectRate, normalised entropy, flip rate and MeanAccAcrossRuns
+  (:func:`~pytest_llmeval.scoring.classification.stability`).
 
 Rates are rounded to six decimals, like every report value; ``null`` when undefined.
 """
@@ -31,6 +34,7 @@ from pytest_llmeval.scoring.classification import (
     macro_f1,
     mean_stderr,
     per_class,
+    stability,
 )
 from pytest_llmeval.suites.base import base_totals
 
@@ -100,6 +104,12 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
         },
         unparsed=sum(1 for d in rows if d.get("unparsed")),
     )
+    repeated = [d for d in rows if d.get("repeat_labels")]
+    if repeated:
+        block = stability(
+            [d["repeat_labels"] for d in repeated], [d["gold"] for d in repeated], LABELS
+        )
+        out["stability"] = {k: _round(v) for k, v in block.items()}
     return out
 
 

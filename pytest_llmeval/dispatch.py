@@ -27,7 +27,8 @@ from pytest_llmeval.agent import run_agent
 from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.embeddings import CachedEmbedder
+from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.judging import Judge, JudgeError
 from pytest_llmeval.models import EvalCase, Transcript
 from pytest_llmeval.runners.replay import case_scope
@@ -47,6 +48,10 @@ class Dispatcher:
     def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
         self.judge: Judge | None = None
         """Asked for a verdict after the agent, on cases that carry a judge task."""
+        self.make_embedder: Callable[[], CachedEmbedder] | None = None
+        """Builds the embedder of ``semantic_similarity`` on first need (loads a model)."""
+        self._embedder: CachedEmbedder | None = None
+        self._embedder_lock: asyncio.Lock | None = None
         self.repeats_for: Callable[[EvalCase], int] = lambda case: 1
         """How many times a case runs (``--llmeval-repeats``, a manifest's, a case's own)."""
         self.concurrency = concurrency
@@ -184,6 +189,8 @@ class Dispatcher:
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
                 try:
                     transcript = await within(run_agent(agent, case, broker), self.timeout_s)
+                    if case.similarity_reference is not None and transcript.error is None:
+                        transcript = await within(self._measured(case, transcript), self.timeout_s)
                     if case.judge is not None and transcript.error is None:
                         transcript = await within(self._judged(case, transcript), self.timeout_s)
                 except asyncio.TimeoutError:
@@ -195,6 +202,34 @@ class Dispatcher:
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
+
+    async def _measured(self, case: EvalCase, transcript: Transcript) -> Transcript:
+        """``transcript`` with the answer's semantic similarity to the case's reference."""
+        assert case.similarity_reference is not None
+        embedder = await self.embedder()
+        value = await embedder.similarity(transcript.response, case.similarity_reference)
+        return transcript.model_copy(
+            update={"measures": {**transcript.measures, "semantic_similarity": value}}
+        )
+
+    async def embedder(self) -> CachedEmbedder:
+        """The session's embedder, built once (off the loop: it may load a model)."""
+        if self._embedder_lock is None:
+            self._embedder_lock = asyncio.Lock()
+        async with self._embedder_lock:
+            if self._embedder is None:
+                if self.make_embedder is None:
+                    raise RunnerError("no embedder is configured", kind="agent")
+                try:
+                    self._embedder = await asyncio.to_thread(self.make_embedder)
+                except ConfigError as exc:
+                    raise RunnerError(f"semantic_similarity: {exc}", kind="agent") from None
+        return self._embedder
+
+    async def close_embedder(self) -> None:
+        embedder, self._embedder = self._embedder, None
+        if embedder is not None:
+            await embedder.aclose()
 
     async def _judged(self, case: EvalCase, transcript: Transcript) -> Transcript:
         """``transcript`` with the judge's verdict on it (a judge error is raised)."""

@@ -199,6 +199,8 @@ class EvalCase(_Model):
     """sha256 of the case's canonical JSON: aligns results across runs and keys resume."""
     judge: JudgeTask | None = None
     """Set when a judge model scores the answer (a golden ``rubric``)."""
+    similarity_reference: str | None = None
+    """Set when the answer's ``semantic_similarity`` to this text is scored."""
     choices: ChoiceTask | None = None
     """Set when the case is scored by log-likelihood instead of generation (When2Call
     ``mcq-loglik``): the agent asks the runner to score these continuations."""
@@ -245,6 +247,8 @@ class Transcript(_Model):
     """For a :class:`ChoiceTask` case: one score per continuation, in order."""
     judgement: Judgement | None = None
     """For a case with a :class:`JudgeTask`: the judge's verdict."""
+    measures: dict[str, float] = Field(default_factory=dict)
+    """Scores measured by a service after the agent (``semantic_similarity``)."""
     repeats: list[Transcript] = Field(default_factory=list)
     """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
     are those of the first run that did not fail)."""

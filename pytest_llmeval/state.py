@@ -145,6 +145,7 @@ class LLMEvalState:
         except ConfigError as exc:
             raise pytest.UsageError(f"--llmeval-judge-runner: {exc}") from None
         self.dispatcher.judge = Judge(runner)
+        self.dispatcher.judge_repeats = self.settings.judge_repeats
 
     def make_embedder(self) -> Any:
         """The ``semantic_similarity`` embedder the settings name, behind the content cache

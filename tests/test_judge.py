@@ -213,3 +213,49 @@ def test_judge_calls_record_and_replay_under_their_own_fingerprint(
         r["case_id"]: r["scores"] for r in read_jsonl(pytester.path / "replayed" / "results.jsonl")
     }
     assert before == after
+
+
+WOBBLY_JUDGE = """
+import json
+from pytest_llmeval.runners.base import Completion
+
+CALLS = {}
+
+class Wobbly:
+    name = "wobbly"
+    def fingerprint(self):
+        return {"type": "wobbly"}
+    async def aclose(self):
+        pass
+    async def generate(self, request):
+        prompt = request.messages[0].content
+        n = CALLS[prompt] = CALLS.get(prompt, 0) + 1
+        correctness = 1.0 if n % 2 else 0.5  # 1, 0.5, 1, ...: the judge disagrees with itself
+        return Completion(text=json.dumps(
+            {"scores": {"correctness": correctness, "tone": 0.5}, "reason": "r"}))
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("wobbly", lambda settings: Wobbly())
+"""
+
+
+def test_judge_repeats_report_the_judges_agreement(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(WOBBLY_JUDGE)
+    write_json(pytester, "j.golden.json", _cases("one", "two"))
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "wobbly",
+        "--llmeval-judge-repeats", "3", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    rows = read_jsonl(pytester.path / "run" / "results.jsonl")
+    high, low = (2 * 1.0 + 0.5) / 3, (2 * 0.5 + 0.5) / 3
+    for row in rows:
+        judge = row["details"]["judge"]
+        assert judge["samples"] == 3
+        assert judge["agreement"] == pytest.approx(1 - (high - low))
+        assert row["scores"]["rubric"] == pytest.approx(high)  # the first verdict scores
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    stats = report["suites"]["golden"]["judge"]
+    assert stats["agreement"] == pytest.approx(1 - (high - low), abs=1e-6)
+    assert (stats["cases"], stats["stages"]) == (2, {"ok": 2})

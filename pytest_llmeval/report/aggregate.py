@@ -14,6 +14,22 @@ from pytest_llmeval.suites.base import SuiteRegistry, base_totals
 REPORT_VERSION = "1.0.0"
 
 
+def judge_statistics(judged: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A suite's judge figures: verdicts by stage, the judge's tokens (apart from the
+    model's), and with ``--llmeval-judge-repeats`` its mean agreement with itself."""
+    stages: dict[str, int] = {}
+    for entry in judged:
+        stages[entry["stage"]] = stages.get(entry["stage"], 0) + 1
+    agreement = [e["agreement"] for e in judged if e.get("agreement") is not None]
+    tokens = sum(int((e.get("usage") or {}).get("total_tokens", 0)) for e in judged)
+    return {
+        "cases": len(judged),
+        "stages": dict(sorted(stages.items())),
+        "tokens": tokens,
+        "agreement": round(sum(agreement) / len(agreement), 6) if agreement else None,
+    }
+
+
 def build_report(
     results: Sequence[CaseResult],
     suites: SuiteRegistry,
@@ -36,6 +52,11 @@ def build_report(
         repeated = [row.repeats for row in rows if row.repeats is not None]
         if repeated:
             body.update(suite_statistics(repeated))
+        judged = [
+            row.details["judge"] for row in rows if isinstance(row.details.get("judge"), dict)
+        ]
+        if judged:
+            body["judge"] = judge_statistics(judged)
         suite_reports[name] = body
     runner_ids = sorted(runners)
     return {

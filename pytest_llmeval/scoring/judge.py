@@ -179,3 +179,16 @@ def rubric_scores(task: JudgeTask, verdict: Mapping[str, Any]) -> dict[str, floa
     weighted = sum(w * float(verdict["scores"][c]) for c, w in task.criteria.items())
     scores["rubric"] = weighted / total if total else 0.0
     return scores
+
+
+def agreement(task: JudgeTask, samples: list[dict[str, Any]]) -> float | None:
+    """How much J verdicts on one answer agree, 1 = all the same: for a label (When2Call) the
+    share of verdicts equal to the most common one; for a rubric 1 minus the spread (max - min)
+    of the weighted ``rubric`` score. ``None`` with fewer than two verdicts."""
+    if len(samples) < 2:
+        return None
+    if task.kind == "when2call":
+        labels = [str(s.get("classification")) for s in samples]
+        return max(labels.count(x) for x in set(labels)) / len(labels)
+    values = [rubric_scores(task, s)["rubric"] for s in samples]
+    return 1.0 - (max(values) - min(values))

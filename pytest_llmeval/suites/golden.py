@@ -228,6 +228,8 @@ class GoldenSuite:
                 "reason": reason,
                 "fingerprint": judgement.fingerprint,
                 "usage": judgement.usage.model_dump(),
+                "agreement": judge_rules.agreement(case.judge, judgement.samples),
+                "samples": len(judgement.samples) or 1,
             }
         for name, minimum in expect["thresholds"].items():
             if scores[name] < minimum:

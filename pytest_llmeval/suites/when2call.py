@@ -57,6 +57,7 @@ from pytest_llmeval.models import (
     Transcript,
 )
 from pytest_llmeval.scoring.classification import argmax_first
+from pytest_llmeval.scoring.judge import agreement as judge_agreement
 from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import first_row, iter_cases, read_records
@@ -427,6 +428,8 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
             "stage": judgement.stage,
             "fingerprint": judgement.fingerprint,
             "usage": judgement.usage.model_dump(),
+            "agreement": judge_agreement(case.judge, judgement.samples) if case.judge else None,
+            "samples": len(judgement.samples) or 1,
         },
     }
     passed = pred == gold

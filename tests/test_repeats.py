@@ -159,3 +159,20 @@ def test_a_manifest_or_a_case_sets_its_own_repeats(counter: pytest.Pytester) -> 
     counter.runpytest("--llmeval-runner", "counter", "--llmeval-run-dir", "run")
     (row,) = read_jsonl(counter.path / "run" / "results.jsonl")
     assert row["repeats"]["outcomes"] == ["passed", "passed"]  # the case's own 2 wins
+
+
+def test_baselines_under_repeats_judge_rates_with_their_intervals(
+    counter: pytest.Pytester,
+) -> None:
+    _run(counter, "base", "--llmeval-update-baseline", "baseline.json")
+    # beta 2/5 -> 1/5 and alpha 5/5: the intervals overlap, so no regression is claimed,
+    # although beta's single outcome stays "failed" and a 0/5 gamma is unchanged
+    counter.makeconftest(COUNTER_CONFTEST.replace('"beta": 2', '"beta": 1'))
+    same = _run(counter, "same", "--llmeval-baseline", "baseline.json")
+    assert "baseline: no regressions" in same.stdout.str()
+    # alpha 5/5 -> 0/5: the current interval lies wholly below the baseline's
+    counter.makeconftest(COUNTER_CONFTEST.replace('"alpha": 99', '"alpha": 0'))
+    worse = _run(counter, "worse", "--llmeval-baseline", "baseline.json")
+    assert worse.ret == 1
+    diff = json.loads((counter.path / "worse" / "report.json").read_text())["baseline"]
+    assert diff["flips"]["pass->fail"] == ["c.golden.json::alpha"]

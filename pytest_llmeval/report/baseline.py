@@ -104,6 +104,8 @@ class BaselineCase(BaseModel):
     """The runner that produced the transcript."""
     scores: dict[str, float] = Field(default_factory=dict)
     """The case's named metrics."""
+    repeats: dict[str, Any] | None = None
+    """With repeats: the runs' pass rate and its Wilson interval (``low``, ``high``)."""
 
 
 class Baseline(BaseModel):
@@ -503,14 +505,16 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[
             kind = "skipped" if old.outcome != now.outcome else None
         else:
             compared += 1
-            was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
-            kind = (
-                "pass->fail"
-                if was and not now_pass
-                else "fail->pass"
-                if now_pass and not was
-                else None
-            )
+            kind = _flip_by_rates(old, now) if old.repeats and now.repeats else None
+            if not (old.repeats and now.repeats):
+                was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
+                kind = (
+                    "pass->fail"
+                    if was and not now_pass
+                    else "fail->pass"
+                    if now_pass and not was
+                    else None
+                )
         if kind is not None:
             changes.append(
                 CaseChange(
@@ -524,6 +528,24 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[
     order = {kind: i for i, kind in enumerate(FLIP_KINDS)}
     changes.sort(key=lambda ch: (order[ch.kind], ch.nodeid))
     return changes, compared
+
+
+def _flip_by_rates(old: BaselineCase, now: BaselineCase) -> FlipKind | None:
+    """Under repeats a case flips only when its runs say so with confidence: ``pass->fail``
+    when the current Wilson interval lies wholly below the baseline's, ``fail->pass`` when
+    wholly above; overlapping intervals (a re-run straddling a threshold) are no flip."""
+    assert old.repeats is not None and now.repeats is not None
+    raw = [old.repeats.get("low"), old.repeats.get("high")]
+    raw += [now.repeats.get("low"), now.repeats.get("high")]
+    bounds = [float(b) for b in raw if isinstance(b, (int, float))]
+    if len(bounds) != 4:
+        return None
+    old_low, old_high, low, high = bounds
+    if high < old_low:
+        return "pass->fail"
+    if low > old_high:
+        return "fail->pass"
+    return None
 
 
 def _suite_bodies(report: Mapping[str, Any]) -> dict[str, Any]:

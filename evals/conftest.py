@@ -222,5 +222,40 @@ def _topic(args: dict[str, Any]) -> str:
     return _subject(args) if _subject(args) != "that" else str(args.get("path") or "that")
 
 
+class ExampleJudge:
+    """A judge for the examples' rubrics, deterministic and offline: ``correctness`` is the
+    share of the reference answer's words the answer has, any other criterion is met by an
+    answer that is not the router's fallback. ``pytest evals/ --llmeval-judge-runner
+    example-judge`` scores the rubrics with it; a real judge is any runner
+    (``--llmeval-judge-runner openai --llmeval-judge-model ...``)."""
+
+    name = "example-judge"
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"type": "example-judge", "version": "1"}
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        prompt = request.messages[0].content or ""
+        criteria = re.findall(r"^- (\S+) \(weight", prompt, re.MULTILINE)
+        answer = _between(prompt, "<answer>", "</answer>")
+        reference = _between(prompt, "<reference>", "</reference>")
+        wanted = {w.lower() for w in WORD.findall(reference) if w.isalnum()}
+        got = {w.lower() for w in WORD.findall(answer)}
+        overlap = round(len(wanted & got) / len(wanted), 2) if wanted else 1.0
+        useful = 0.2 if not answer or answer == FALLBACK else 1.0
+        scores = {c: overlap if c == "correctness" else useful for c in criteria}
+        reason = f"{int(overlap * 100)}% of the reference's words" if wanted else "no reference"
+        return Completion(text=json.dumps({"scores": scores, "reason": reason}))
+
+
+def _between(text: str, start: str, end: str) -> str:
+    _, _, rest = text.partition(start)
+    return rest.partition(end)[0].strip() if rest else ""
+
+
 def pytest_llmeval_register_runners(registry: Any) -> None:
     registry.register("example-router", lambda settings: ExampleRouter())
+    registry.register("example-judge", lambda settings: ExampleJudge())

@@ -27,3 +27,24 @@ def test_own_agent_example_uses_the_broker_and_its_workspace(tmp_path: Path) -> 
     assert [e["type"] for e in events] == ["thought"] * 3
     report = json.loads((run / "report.json").read_text())
     assert report["suites"]["gaia"]["levels"]["level2"]["accuracy"] == 1.0
+
+
+def test_evals_run_offline_with_the_example_judge_and_repeats(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "evals", "-p", "no:cacheprovider", "-q",
+         "--llmeval-judge-runner", "example-judge", "--llmeval-run-dir", str(run)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    judged = {r["case_id"]: r for r in rows if "rubric" in r["scores"]}
+    assert set(judged) == {"weather-paris", "weather-atlantis"}
+    assert judged["weather-paris"]["details"]["judge"]["stage"] == "ok"
+    repeated = [r for r in rows if r.get("repeats")]
+    assert repeated and all(r["repeats"]["n"] == 5 for r in repeated)
+    report = json.loads((run / "report.json").read_text())
+    golden = report["suites"]["golden"]
+    assert golden["judge"]["cases"] == 2 and golden["pass_at_k"]["5"] == 1.0
+    names = [g["gate"]["name"] for g in report["gates"]["results"]]
+    assert "golden.pass_rate.low>=0.5" in names

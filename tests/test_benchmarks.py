@@ -40,7 +40,16 @@ def _smoke(script: str, *args: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["_harness", "bench_collection", "bench_dispatch", "bench_throughput"]
+    "name",
+    [
+        "_harness",
+        "bench_collection",
+        "bench_dispatch",
+        "bench_throughput",
+        "bench_integration_scoring",
+        "bench_repeats",
+        "bench_when2call",
+    ],
 )
 def test_benchmark_modules_import(name: str) -> None:
     module = _import(name)
@@ -84,3 +93,24 @@ def test_dispatch_smoke() -> None:
 def test_throughput_smoke() -> None:
     out = _smoke("bench_throughput.py", "--only", "throughput")
     assert "llmeval / bare client" in out and "| bare |" in out
+
+
+def test_integration_scoring_smoke() -> None:
+    out = _smoke("bench_integration_scoring.py")
+    assert "precise:" in out and "compat:" in out
+    assert "re-scored details identical" in out and "DIFFERENT" not in out
+
+
+def test_repeats_smoke() -> None:
+    out = _smoke("bench_repeats.py")
+    assert "K=5 / K=1: calls 5.00x" in out
+
+
+@pytest.mark.hf
+def test_when2call_smoke() -> None:
+    pytest.importorskip("torch")
+    data = BENCHMARKS.parent.parent / "shared" / "data" / "when2call"
+    if not (data / "when2call_test_llm_judge.jsonl").is_file():
+        pytest.skip("the When2Call data file is not beside the project")
+    out = _smoke("bench_when2call.py", "--lm-eval-python", "")
+    assert "ours / naive:" in out and "ours vs naive: max |dLL|" in out

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl
+from conftest import W2C_FILE, read_jsonl
 
 from pytest_llmeval.suites.when2call_metrics import LABELS
 from pytest_llmeval.suites.when2call_prompts import build_prompt, tool_call_option
@@ -30,13 +30,6 @@ transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.slow]
 
-W2C_FILE = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "when2call"
-    / "when2call_test_llm_judge.jsonl"
-)
 MAX_POSITIONS = 2048
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import W2C_DATA, W2C_FILE
 
 from pytest_llmeval.suites.when2call_prompts import (
     FORMATS,
@@ -16,8 +16,7 @@ from pytest_llmeval.suites.when2call_prompts import (
     tool_call_option,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "when2call"
-W2C_FILE = DATA / "when2call_test_llm_judge.jsonl"
+DATA = W2C_DATA
 
 # ../shared/spec/when2call.md §6: sha256 (16 hex) of prompt, and of prompt + tool_call option,
 # for row 0 (with tools; the spec says 6, the file has 2) and row 4 (no tools) of the file

@@ -10,19 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from conftest import W2C_FILE, read_jsonl, write_jsonl
 
 from pytest_llmeval.suites.when2call_metrics import LABELS
 from pytest_llmeval.suites.when2call_prompts import build_prompt, tool_call_option
 from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer, tool_call
-
-W2C_FILE = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "when2call"
-    / "when2call_test_llm_judge.jsonl"
-)
 
 # A model that scores text: LL = -sqrt(len(continuation)), so `acc` picks the shortest option
 # and `acc_norm` (LL per character, -1/sqrt(len)) the longest. A context holding NAN-ME gets

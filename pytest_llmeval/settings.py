@@ -69,8 +69,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "runner",
         "Backend that answers the cases: replay (recorded cassettes, the offline default), "
-        "echo (smoke test), http-agent (your agent's HTTP endpoint), or a runner registered "
-        "by a plugin or conftest.",
+        "openai (an OpenAI-compatible HTTP endpoint), hf (a local transformers model), echo "
+        "(smoke test), http-agent (your agent's HTTP endpoint), or a runner registered by a "
+        "plugin or conftest.",
         default="replay",
         metavar="NAME",
     ),

@@ -207,6 +207,12 @@ class IntegrationSuite:
             "tool_registry_sha256": ctx.registry.fingerprint() if len(ctx.registry) else None,
             "tokenizer_fingerprint": header.get("tokenizer_fingerprint"),
             "runner_fingerprint": runners[0] if len(runners) == 1 else runners,
+            "decoding": {
+                "temperature": ctx.settings.temperature,
+                "top_p": ctx.settings.top_p,
+                "max_tokens": ctx.settings.max_tokens,
+            },
+            "seed": ctx.settings.seed,
             "integration_span_cap": header.get("integration_span_cap", 3),
             "min_eligible_for_gates": min_eligible,
             "fail_on_fingerprint_mismatch": ctx.settings.fail_on_fingerprint_mismatch,

@@ -441,7 +441,10 @@ class HFRunner:
         self._generate_queue: _BatchQueue[_GenItem, _Generated] = _BatchQueue(
             self._generate_batch, self._executor, max_batch_size, window_s
         )
-        self._loglik_queue: _BatchQueue[_Group, list[Loglik]] = _BatchQueue(
+        self._tokenize_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="llmeval-hf-tokenize"
+        )
+        self._loglik_queue: _BatchQueue[_Encoded, list[Loglik]] = _BatchQueue(
             self._loglik_batch, self._executor, max_batch_size, window_s
         )
 
@@ -510,7 +513,10 @@ class HFRunner:
             _Group(context, tuple(requests[i].continuation for i in where))
             for context, where in by_context.items()
         ]
-        scored = await asyncio.gather(*(self._loglik_queue.submit(g) for g in groups))
+        # tokenised on a thread of its own, so it overlaps the model's work on earlier groups
+        loop = asyncio.get_running_loop()
+        encoded = await loop.run_in_executor(self._tokenize_executor, self._encode_groups, groups)
+        scored = await asyncio.gather(*(self._loglik_queue.submit(e) for e in encoded))
         out: list[Loglik | None] = [None] * len(requests)
         for where, values in zip(by_context.values(), scored, strict=True):
             for i, value in zip(where, values, strict=True):
@@ -521,6 +527,7 @@ class HFRunner:
         self._generate_queue.cancel_pending()
         self._loglik_queue.cancel_pending()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._tokenize_executor.shutdown(wait=False, cancel_futures=True)
 
     @property
     def batch_sizes(self) -> dict[str, list[int]]:
@@ -644,8 +651,11 @@ class HFRunner:
             bos_token_id=self.tokenizer.bos_token_id,
         )
 
-    def _loglik_batch(self, groups: list[_Group]) -> list[list[Loglik] | BaseException]:
+    def _loglik_batch(self, groups: list[_Encoded]) -> list[list[Loglik] | BaseException]:
         return self._one_by_one_on_failure(groups, self._score_groups, "log-likelihood")
+
+    def _encode_groups(self, groups: list[_Group]) -> list[_Encoded]:
+        return [self._encode_group(group) for group in groups]
 
     # -- log-likelihood: tokens ------------------------------------------------------------
 
@@ -683,12 +693,11 @@ class HFRunner:
 
     # -- log-likelihood: scoring (worker thread) -------------------------------------------
 
-    def _score_groups(self, groups: list[_Group]) -> list[list[Loglik] | BaseException]:
+    def _score_groups(self, groups: list[_Encoded]) -> list[list[Loglik] | BaseException]:
         """Score every option of every group, one group at a time (see :meth:`_score_shared`
         and :meth:`_score_whole`)."""
         results: list[list[Loglik] | BaseException] = []
-        for group in groups:
-            enc = self._encode_group(group)
+        for enc in groups:
             too_long = [len(c) for _, c in enc.pairs if len(c) > self._max_length]
             if too_long:
                 results.append(

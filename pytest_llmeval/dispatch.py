@@ -28,12 +28,12 @@ from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run
 from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.judging import Judge, JudgeError
 from pytest_llmeval.models import EvalCase, Transcript
 from pytest_llmeval.runners.replay import case_scope
 
 if TYPE_CHECKING:
     from pytest_llmeval.embeddings import CachedEmbedder
+    from pytest_llmeval.judging import Judge
 
 T = TypeVar("T")
 
@@ -243,6 +243,8 @@ class Dispatcher:
                 "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME",
                 kind="judge",
             )
+        from pytest_llmeval.judging import JudgeError
+
         try:
             judgement = await self.judge.judge(case.judge, transcript)
             if self.judge_repeats > 1:  # the same answer again: the judge's own variance

@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from pytest_llmeval.broker import normalize_args
 from pytest_llmeval.scoring import integration_compat as compat
 from pytest_llmeval.scoring.grounding import (
@@ -268,6 +266,8 @@ def _parity(calls: Sequence[Call], expected: Sequence[Any]) -> bool:
 
 
 def _args_problems(calls: Sequence[Call], schemas: Mapping[str, Any]) -> list[str]:
+    import jsonschema  # on first use: it costs a session ~40 ms to import
+
     problems = []
     for i, call in enumerate(calls):
         if call.name not in schemas:

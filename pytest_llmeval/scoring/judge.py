@@ -18,8 +18,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from pytest_llmeval.models import JudgeTask, Transcript
 
 RUBRIC_TEMPLATE = """\
@@ -163,6 +161,8 @@ def validate(value: Any, verdict_schema: Mapping[str, Any]) -> str | None:
     """The first problem of ``value`` against the schema, in words; ``None`` when valid."""
     if value is None:
         return "no JSON object found in the reply"
+    import jsonschema  # on first use: it costs a session ~40 ms to import
+
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(verdict_schema).iter_errors(value)
     )

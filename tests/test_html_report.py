@@ -541,3 +541,35 @@ def test_browser_screenshots(tmp_path: Path, big_page: tuple[Path, list[CaseResu
         chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size=1280,{height}")
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
         print(f"screenshot: {shot}")
+
+
+def test_a_sessions_gates_and_a_suites_own_matrix_are_shown(
+    small: tuple[dict[str, Any], list[CaseResult]],
+) -> None:
+    report, results = small
+    gates = {
+        "passed": False,
+        "results": [
+            {"gate": {"name": "golden.pass_rate>=0.9", "suite": "golden", "metric": "pass_rate",
+                      "op": ">=", "threshold": 0.9, "source": "cli"},
+             "value": 0.75, "passed": False, "message": "0.75 < 0.9"},
+            {"gate": {"name": "integration.controls_with_integration==0", "suite": "integration",
+                      "metric": "controls_with_integration", "op": "==", "threshold": 0.0,
+                      "source": "header"},
+             "value": 0.0, "passed": True, "message": "ok"},
+        ],
+    }  # fmt: skip
+    suites = json.loads(json.dumps(report["suites"]))
+    suites["when2call"]["labels"] = ["direct", "tool_call", "request_for_info", "cannot_answer"]
+    suites["when2call"]["confusion_matrix"] = [
+        [0, 0, 0, 0],
+        [1, 7, 1, 1],
+        [0, 2, 6, 2],
+        [0, 5, 1, 4],
+    ]
+    page = render_html({**report, "gates": gates, "suites": suites}, results)
+    assert 'id="no-gates"' not in page
+    assert '<p class="gate-summary failed">1/2 gates passed</p>' in page
+    assert "integration.controls_with_integration" in page
+    assert '<section id="confusion-matrix">' in page and "malformed" not in page
+    assert html.escape("request_for_info") in page

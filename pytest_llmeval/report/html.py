@@ -238,8 +238,34 @@ def _overview(suites: dict[str, Any], totals: dict[str, Any]) -> str:
     return _section("overview", "Overview", f'<div class="cards">{cards}</div>{table}')
 
 
-def _gates(gates: Any) -> str:
-    if not isinstance(gates, list) or not gates:
+def _gate_rows(gates: Any) -> list[Any]:
+    """The gates of a report: ``report.json``'s ``{"passed", "results": [gate results]}``
+    (each ``{"gate": {name, suite, metric, op, threshold}, "value", "passed"}``), or a plain
+    list of ``{name, metric, op, threshold, value, passed}``."""
+    if isinstance(gates, dict):
+        rows = []
+        for result in gates.get("results") or []:
+            if not isinstance(result, dict):
+                continue
+            found = result.get("gate")
+            gate: dict[str, Any] = found if isinstance(found, dict) else {}
+            rows.append(
+                {
+                    "name": gate.get("name", ""),
+                    "metric": f"{gate.get('suite', '')}.{gate.get('metric', '')}",
+                    "op": gate.get("op", ""),
+                    "threshold": gate.get("threshold"),
+                    "value": result.get("value"),
+                    "passed": result.get("passed"),
+                }
+            )
+        return rows
+    return gates if isinstance(gates, list) else []
+
+
+def _gates(report_gates: Any) -> str:
+    gates = _gate_rows(report_gates)
+    if not gates:
         return _section("gates", "Gates", '<p class="muted" id="no-gates">no gates</p>')
     rows = []
     passed = 0
@@ -318,8 +344,13 @@ def _confusion(suites: dict[str, Any]) -> str:
         if matrix_body is None:
             continue
         parts.append(f"<h3>{_e(name)}</h3>")
-        labels = matrix_body.get("labels") if isinstance(matrix_body, dict) else None
-        matrix = matrix_body.get("matrix") if isinstance(matrix_body, dict) else None
+        labels: Any
+        matrix: Any
+        if isinstance(matrix_body, list):  # a suite's own shape (When2Call): labels beside it
+            labels, matrix = body.get("labels"), matrix_body
+        else:
+            labels = matrix_body.get("labels") if isinstance(matrix_body, dict) else None
+            matrix = matrix_body.get("matrix") if isinstance(matrix_body, dict) else None
         if (
             not isinstance(labels, list)
             or not isinstance(matrix, list)
@@ -638,8 +669,9 @@ def render_html(
 ) -> str:
     """The whole ``report.html`` for a ``report.json`` body and its case results.
 
-    Optional report keys add sections: ``gates`` (a list of ``{name, metric, op, threshold,
-    value, passed}``; "no gates" otherwise), ``suites.<name>.confusion_matrix``
+    Optional report keys add sections: ``gates`` (``report.json``'s ``{passed, results}``, or a
+    list of ``{name, metric, op, threshold, value, passed}``; "no gates" otherwise),
+    ``suites.<name>.confusion_matrix``
     (``{labels, matrix}``, ``matrix[true][predicted]``), ``suites.<name>.levels``
     (``{level1: {accuracy, correct, questions}, ...}``) and ``baseline`` (``{flips: {kind:
     [ids]}, mcnemar: {b, c, p_value}}``). Texts longer than ``max_chars`` are cut with a

@@ -15,7 +15,13 @@ from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.journal import read_results
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console, shard_commands, verdict
-from pytest_llmeval.report.gates import Gate, evaluate_gates, gates_section, parse_gate
+from pytest_llmeval.report.gates import (
+    Gate,
+    evaluate_gates,
+    gates_section,
+    parse_gate,
+    suite_gate_results,
+)
 from pytest_llmeval.report.redact import Redactor
 from pytest_llmeval.report.run import RunWriter
 from pytest_llmeval.settings import Settings
@@ -27,7 +33,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
 
     Results come from the journal when there is one (so a crashed run can be summarized),
     otherwise from ``results.jsonl``. The run's gates (its ``--llmeval-gate`` settings, its
-    manifests' gates, and those of the old report) are evaluated again.
+    manifests' gates, and those of the old report) are evaluated again, the suites' own gates
+    by their suites; the baseline comparison is made again (or, when the baseline file is gone,
+    the old report's is kept).
     """
     manifest = _read_json(run_dir / "manifest.json", {})
     if "settings" not in manifest:
@@ -56,9 +64,19 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     gates = [parse_gate(text) for text in settings.gate]
     gates += verdict.manifest_gates(results, settings.rootdir)[0]
     old_gates = (old_report.get("gates") or {}).get("results") or []
-    gates += [Gate.model_validate(entry["gate"]) for entry in old_gates]
-    if gates:
-        report["gates"] = gates_section(evaluate_gates(gates, report))
+    gates += [
+        gate
+        for gate in (Gate.model_validate(entry["gate"]) for entry in old_gates)
+        if gate.source != "header"  # a suite's own gates are judged again below, by the suite
+    ]
+    results_of_gates = evaluate_gates(gates, report) + suite_gate_results(report)
+    if results_of_gates:
+        report["gates"] = gates_section(results_of_gates)
+    compared, _refusal = verdict.compare_with_baseline(settings, report, results)
+    if compared is not None:  # the session's --llmeval-baseline, compared again
+        report["baseline"] = compared.model_dump(mode="json")
+    elif "baseline" in old_report:  # the baseline file is gone: the session's comparison stands
+        report["baseline"] = old_report["baseline"]
     writer.write(results, report, writer.suite_artifacts(results))
     return report
 

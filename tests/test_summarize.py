@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import write_json
@@ -40,3 +42,27 @@ def test_summarize_refuses_what_is_not_a_run_dir(tmp_path: pytest.TempPathFactor
     done = _summarize(str(tmp_path))
     assert done.returncode == 2
     assert "no manifest.json with settings; is this a run dir?" in done.stderr
+
+
+def test_summarize_keeps_the_baseline_and_the_suites_own_gates(pytester: pytest.Pytester) -> None:
+    root = Path(__file__).resolve().parent.parent
+    write_json(pytester, "qa.golden.json", CASES)
+    pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "base",
+                       "--llmeval-update-baseline", "baseline.json")  # fmt: skip
+    shutil.copy(root / "evals" / "tool_integration.integration.jsonl", pytester.path)
+    (pytester.path / "fixtures").mkdir(exist_ok=True)
+    shutil.copytree(root / "fixtures" / "tools", pytester.path / "fixtures" / "tools")
+    shutil.copy(root / "evals" / "tools.json", pytester.path)
+    shutil.copy(root / "evals" / "conftest.py", pytester.path)
+    pytester.runpytest("--llmeval-runner", "example-router", "--llmeval-run-dir", "run",
+                       "--llmeval-tool-registry", "tools.json",
+                       "--llmeval-baseline", "baseline.json",
+                       "--llmeval-baseline-allow-mismatch")  # fmt: skip
+    run = pytester.path / "run"
+    before = json.loads((run / "report.json").read_text())
+    assert "baseline" in before
+    assert any(g["gate"]["source"] == "header" for g in before["gates"]["results"])
+    (run / "report.json").unlink()
+    done = _summarize(str(run))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run / "report.json").read_text()) == before

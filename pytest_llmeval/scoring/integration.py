@@ -118,6 +118,7 @@ def score_item(
     negative = bool(meta.get("negative_control"))
     eligible = not is_control and not negative and bool(expected)
     details: dict[str, Any] = {
+        **_common(text, calls, meta, schemas, n),
         "kind": _kind(meta, is_control, eligible),
         "spans": [[a, b] for a, b in spans.kept],
         "span_texts": [view.raw for view in views],
@@ -134,26 +135,16 @@ def score_item(
         "keyed_facts_found": len(found),
         "fact_recall": len(found) / len(keyed) if keyed else None,
         "eligible": eligible,
-        "control": is_control,
-        "contaminated": is_control and (bool(calls) or n > 0),
-        "calls": [call.name for call in calls],
-        "expected_calls": [str(c.get("name")) if isinstance(c, dict) else str(c) for c in expected],
         "parity_ok": _parity(calls, expected) if len(expected) > 1 else None,
-        "args_valid": _args_valid(calls, schemas) if calls else None,
-        "args_problems": _args_problems(calls, schemas),
+        "args_valid": None,  # from args_problems, below
         "recovered": _recovered(calls, views, facts, failed_facts, config)
         if meta.get("complexity") == RECOVERY_COMPLEXITY or behaviour == "retry"
         else None,
         "locale": locale if meta.get("locale_probe") else None,
         "locale_ok": _locale_ok(views, facts, locale, config) if meta.get("locale_probe") else None,
-        "negative_control": negative,
         "negative_ok": _negative_ok(text, views, calls, meta, config)
         if meta.get("negative_control")
         else None,
-        "privacy_ok": not _private(text),
-        "tools_used": sorted({call.name for call in calls}),
-        "expected_behaviour": behaviour,
-        "complexity": meta.get("complexity"),
         "mode": "precise",
         # what each dataset rate counts this item in, and whether it counts as a hit
         "in_coverage": eligible,
@@ -161,6 +152,7 @@ def score_item(
         "grounded_ok": any(h is not None for h in lax_hits),
         "strict_grounded_ok": any(h is not None for h in strict_hits),
     }
+    details["args_valid"] = not details["args_problems"] if calls else None
     details["passed"], details["why"] = _verdict(details, [h is not None for h in lax_hits], config)
     return details
 
@@ -189,6 +181,7 @@ def _score_compat(
     contains = compat.contains_grounding(text, spans.kept, fields)
     keyed = [k for k in fields if k in compat.KEYED]
     details: dict[str, Any] = {
+        **_common(text, calls, meta, schemas, n),
         "kind": _kind(meta, is_control, eligible),
         "spans": [[a, b] for a, b in spans.kept],
         "span_texts": segments,
@@ -211,31 +204,47 @@ def _score_compat(
         "keyed_facts_found": 0,
         "fact_recall": None,
         "eligible": eligible,
-        "control": is_control,
-        "contaminated": is_control and (bool(calls) or n > 0),
-        "calls": [call.name for call in calls],
-        "expected_calls": [str(c.get("name")) if isinstance(c, dict) else str(c) for c in expected],
         "parity_ok": _parity(calls, expected) if len(expected) > 1 else True,
-        "args_valid": _args_valid(calls, schemas),
-        "args_problems": _args_problems(calls, schemas),
+        "args_valid": None,  # from args_problems, below
         "recovered": None,
         "locale": meta.get("locale") if meta.get("locale_probe") else None,
         "locale_ok": None,
-        "negative_control": negative,
         "negative_ok": (not contains) if negative else None,
         "contains_grounding": contains,
-        "privacy_ok": not _private(text),
-        "tools_used": sorted({call.name for call in calls}),
-        "expected_behaviour": behaviour,
-        "complexity": meta.get("complexity"),
         "mode": "compat",
         "in_coverage": not is_control and bool(expected),
         "in_grounded": not is_control and bool(expected) and bool(fields),
         "grounded_ok": contains,
         "strict_grounded_ok": None,
     }
+    details["args_valid"] = not details["args_problems"]  # the reference: over all items
     details["passed"], details["why"] = _verdict(details, lax_hits, config)
     return details
+
+
+def _common(
+    text: str,
+    calls: Sequence[Call],
+    meta: Mapping[str, Any],
+    schemas: Mapping[str, Any],
+    spans: int,
+) -> dict[str, Any]:
+    """The details both modes compute alike: controls, calls, argument problems, privacy."""
+    behaviour = str(meta.get("expected_behaviour") or "normal")
+    is_control = behaviour in CONTROLS
+    expected = list(meta.get("call_sequence") or [])
+    return {
+        "control": is_control,
+        "contaminated": is_control and (bool(calls) or spans > 0),
+        "calls": [call.name for call in calls],
+        "expected_calls": [str(c.get("name")) if isinstance(c, dict) else str(c) for c in expected],
+        "args_problems": _args_problems(calls, schemas),
+        "negative_control": bool(meta.get("negative_control")),
+        "privacy_ok": not _private(text),
+        "tools_used": sorted({call.name for call in calls}),
+        "expected_behaviour": behaviour,
+        "complexity": meta.get("complexity"),
+    }
 
 
 def _field_hit(segment: str, fields: Mapping[str, str], keys: Sequence[str] | None = None) -> str:
@@ -283,10 +292,6 @@ def _args_problems(calls: Sequence[Call], schemas: Mapping[str, Any]) -> list[st
                     f"call {i} {call.name}: {where + ': ' if where else ''}{error.message}"
                 )
     return problems
-
-
-def _args_valid(calls: Sequence[Call], schemas: Mapping[str, Any]) -> bool:
-    return not _args_problems(calls, schemas)
 
 
 def _recovered(

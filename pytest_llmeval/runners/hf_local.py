@@ -34,11 +34,11 @@ of the logits (in float32) at the continuation's positions; ``is_greedy`` says w
 continuation token was the arg-max.
 
 Options of one context (a multiple-choice question) are one queue item: the context runs
-once and every option's continuation runs from its cached state (``DynamicCache``), instead
-of four full sequences. Each sequence runs unpadded (batch of one): a padding mask takes
-attention off its fast causal path, which on a CPU costs more than batching saves (measured:
-2-3x slower at 3,000 tokens). Options that need truncation, or whose context tokens differ,
-are scored as whole sequences.
+once and every option's continuation that fits in the model runs from its cached state
+(``DynamicCache``), instead of four full sequences; an option that lm-eval's left truncation
+cuts has a window of its own and is scored whole. Each sequence runs unpadded (batch of
+one): a padding mask takes attention off its fast causal path, which on a CPU costs more than
+batching saves (measured: 2-3x slower at 3,000 tokens).
 
 **Fingerprint**: ``type``, ``model_sha256`` (config.json, generation_config.json and the weight
 files the model loads from, or their index and shards), ``tokenizer_sha256`` (every tokenizer
@@ -707,15 +707,28 @@ class HFRunner:
                         kind="protocol",
                     )
                 )
-            elif self._share_prefix and enc.shares_context and not enc.truncates(self._max_length):
-                try:
-                    results.append(self._score_shared(enc))
-                except Exception:
-                    self._share_prefix = False  # a model without a usable cache: the plain way
-                    results.append(self._score_whole(enc))
+            elif self._share_prefix and enc.shares_context:
+                results.append(self._score_split(enc))
             else:
                 results.append(self._score_whole(enc))
         return results
+
+    def _score_split(self, enc: _Encoded) -> list[Loglik]:
+        """The options that fit in the model from the shared context, the ones lm-eval's left
+        truncation cuts (each its own window) as whole sequences; in the options' order."""
+        fits = [j for j, (c, x) in enumerate(enc.pairs) if len(c) + len(x) <= self._max_length + 1]
+        cut = [j for j in range(len(enc.pairs)) if j not in fits]
+        scored: dict[int, Loglik] = {}
+        if fits:
+            try:
+                shared = self._score_shared(enc.subset(fits))
+            except Exception:
+                self._share_prefix = False  # a model without a usable cache: the plain way
+                shared = self._score_whole(enc.subset(fits))
+            scored.update(zip(fits, shared, strict=True))
+        if cut:
+            scored.update(zip(cut, self._score_whole(enc.subset(cut)), strict=True))
+        return [scored[j] for j in range(len(enc.pairs))]
 
     def _forward(self, ids: list[list[int]], **kwargs: Any) -> Any:
         """Log-probabilities of the model over ``ids`` (rows of one length: no padding mask, so
@@ -802,12 +815,10 @@ class _Encoded:
         first = self.pairs[0][0]
         return all(context == first for context, _ in self.pairs)
 
-    @property
-    def longest(self) -> int:
-        return max(len(c) + len(x) for c, x in self.pairs)
-
-    def truncates(self, max_length: int) -> bool:
-        return self.longest > max_length + 1
+    def subset(self, keep: list[int]) -> _Encoded:
+        """These options only (their group keeps the context)."""
+        group = _Group(self.group.context, tuple(self.group.continuations[j] for j in keep))
+        return _Encoded(group, [self.pairs[j] for j in keep])
 
 
 def _loglik(

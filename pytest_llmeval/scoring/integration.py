@@ -19,6 +19,7 @@ from pytest_llmeval.scoring import integration_compat as compat
 from pytest_llmeval.scoring.grounding import (
     STRICT_KEYS,
     Fact,
+    Spans,
     SpanText,
     any_hit_prf,
     dates_in,
@@ -112,18 +113,10 @@ def score_item(
     strict = any_hit_prf(sum(h is not None for h in strict_hits), n)
     keyed = [f for f in facts if f.keyed(keys_for(f.tool, config))]
     found = [f for f in keyed if any(_strict_hit([f], view, config) for view in views)]
-    behaviour = str(meta.get("expected_behaviour") or "normal")
-    expected = list(meta.get("call_sequence") or [])
-    is_control = behaviour in CONTROLS
-    negative = bool(meta.get("negative_control"))
-    eligible = not is_control and not negative and bool(expected)
+    item = _Meta.of(meta)
+    eligible = not item.control and not item.negative and bool(item.expected)
     details: dict[str, Any] = {
-        **_common(text, calls, meta, schemas, n),
-        "kind": _kind(meta, is_control, eligible),
-        "spans": [[a, b] for a, b in spans.kept],
-        "span_texts": [view.raw for view in views],
-        "spans_total": spans.total,
-        "spans_exceeded_cap": spans.exceeded_cap,
+        **_common(text, calls, item, schemas, spans, eligible),
         "lax": lax.as_dict(),
         "strict": strict.as_dict(),
         "lax_grounded": sum(h is not None for h in lax_hits),
@@ -135,10 +128,10 @@ def score_item(
         "keyed_facts_found": len(found),
         "fact_recall": len(found) / len(keyed) if keyed else None,
         "eligible": eligible,
-        "parity_ok": _parity(calls, expected) if len(expected) > 1 else None,
+        "parity_ok": _parity(calls, item.expected) if len(item.expected) > 1 else None,
         "args_valid": None,  # from args_problems, below
         "recovered": _recovered(calls, views, facts, failed_facts, config)
-        if meta.get("complexity") == RECOVERY_COMPLEXITY or behaviour == "retry"
+        if meta.get("complexity") == RECOVERY_COMPLEXITY or item.behaviour == "retry"
         else None,
         "locale": locale if meta.get("locale_probe") else None,
         "locale_ok": _locale_ok(views, facts, locale, config) if meta.get("locale_probe") else None,
@@ -173,20 +166,12 @@ def _score_compat(
     n = len(segments)
     lax = compat.prf(sum(lax_hits), n, bool(fields))
     strict = compat.prf(sum(strict_hits), n, bool(fields))
-    behaviour = str(meta.get("expected_behaviour") or "normal")
-    expected = list(meta.get("call_sequence") or [])
-    is_control = behaviour in CONTROLS
-    negative = bool(meta.get("negative_control"))
-    eligible = not is_control and not negative and bool(calls) and n > 0
+    item = _Meta.of(meta)
+    eligible = not item.control and not item.negative and bool(calls) and n > 0
     contains = compat.contains_grounding(text, spans.kept, fields)
     keyed = [k for k in fields if k in compat.KEYED]
     details: dict[str, Any] = {
-        **_common(text, calls, meta, schemas, n),
-        "kind": _kind(meta, is_control, eligible),
-        "spans": [[a, b] for a, b in spans.kept],
-        "span_texts": segments,
-        "spans_total": spans.total,
-        "spans_exceeded_cap": spans.exceeded_cap,
+        **_common(text, calls, item, schemas, spans, eligible),
         "lax": lax.as_dict() if eligible else dict.fromkeys(("precision", "recall", "f1")),
         "strict": strict.as_dict() if eligible else dict.fromkeys(("precision", "recall", "f1")),
         "lax_grounded": sum(lax_hits),
@@ -204,16 +189,16 @@ def _score_compat(
         "keyed_facts_found": 0,
         "fact_recall": None,
         "eligible": eligible,
-        "parity_ok": _parity(calls, expected) if len(expected) > 1 else True,
+        "parity_ok": _parity(calls, item.expected) if len(item.expected) > 1 else True,
         "args_valid": None,  # from args_problems, below
         "recovered": None,
         "locale": meta.get("locale") if meta.get("locale_probe") else None,
         "locale_ok": None,
-        "negative_ok": (not contains) if negative else None,
+        "negative_ok": (not contains) if item.negative else None,
         "contains_grounding": contains,
         "mode": "compat",
-        "in_coverage": not is_control and bool(expected),
-        "in_grounded": not is_control and bool(expected) and bool(fields),
+        "in_coverage": not item.control and bool(item.expected),
+        "in_grounded": not item.control and bool(item.expected) and bool(fields),
         "grounded_ok": contains,
         "strict_grounded_ok": None,
     }
@@ -222,28 +207,62 @@ def _score_compat(
     return details
 
 
+@dataclass(frozen=True)
+class _Meta:
+    """What an item's metadata says, read once."""
+
+    behaviour: str
+    expected: list[Any]
+    control: bool
+    negative: bool
+    complexity: Any
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any]) -> _Meta:
+        behaviour = str(meta.get("expected_behaviour") or "normal")
+        return cls(
+            behaviour=behaviour,
+            expected=list(meta.get("call_sequence") or []),
+            control=behaviour in CONTROLS,
+            negative=bool(meta.get("negative_control")),
+            complexity=meta.get("complexity"),
+        )
+
+
 def _common(
     text: str,
     calls: Sequence[Call],
-    meta: Mapping[str, Any],
+    item: _Meta,
     schemas: Mapping[str, Any],
-    spans: int,
+    spans: Spans,
+    eligible: bool,
 ) -> dict[str, Any]:
-    """The details both modes compute alike: controls, calls, argument problems, privacy."""
-    behaviour = str(meta.get("expected_behaviour") or "normal")
-    is_control = behaviour in CONTROLS
-    expected = list(meta.get("call_sequence") or [])
+    """The details both modes compute alike: the kind, the spans, controls, calls, argument
+    problems, privacy."""
     return {
-        "control": is_control,
-        "contaminated": is_control and (bool(calls) or spans > 0),
+        "kind": "control"
+        if item.control
+        else "negative_control"
+        if item.negative
+        else "eligible"
+        if eligible
+        else "other",
+        "spans": [[a, b] for a, b in spans.kept],
+        "span_texts": [text[a:b] for a, b in spans.kept],
+        "spans_total": spans.total,
+        "spans_exceeded_cap": spans.exceeded_cap,
+        "control": item.control,
+        "contaminated": item.control and (bool(calls) or bool(spans.kept)),
         "calls": [call.name for call in calls],
-        "expected_calls": [str(c.get("name")) if isinstance(c, dict) else str(c) for c in expected],
+        "expected_calls": [
+            str(c.get("name")) if isinstance(c, dict) else str(c) for c in item.expected
+        ],
         "args_problems": _args_problems(calls, schemas),
-        "negative_control": bool(meta.get("negative_control")),
+        "negative_control": item.negative,
         "privacy_ok": not _private(text),
         "tools_used": sorted({call.name for call in calls}),
-        "expected_behaviour": behaviour,
-        "complexity": meta.get("complexity"),
+        "expected_behaviour": item.behaviour,
+        "complexity": item.complexity,
     }
 
 
@@ -259,14 +278,6 @@ def _strict_hit(facts: Sequence[Fact], view: SpanText, config: ItemConfig) -> Fa
         if first_match([fact], view, strict=True, keys=keys_for(fact.tool, config)):
             return fact
     return None
-
-
-def _kind(meta: Mapping[str, Any], is_control: bool, eligible: bool) -> str:
-    if is_control:
-        return "control"
-    if meta.get("negative_control"):
-        return "negative_control"
-    return "eligible" if eligible else "other"
 
 
 def _parity(calls: Sequence[Call], expected: Sequence[Any]) -> bool:

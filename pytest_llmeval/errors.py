@@ -8,6 +8,8 @@ The hierarchy::
     ├── RunnerError          a model call or agent endpoint failed (kind, retryable)
     ├── CassetteMiss         replay found no recording for a request (a RunnerError)
     ├── FingerprintMismatch  a baseline was made with another runner or dataset (not comparable)
+    ├── RunDirError          a run dir (or one of its files) cannot be read
+    │   └── RunDirVersionError  its report was written by an incompatible plugin version
     └── EvalFailure          the case ran and did not meet its expectations
 
 An ``EvalFailure`` makes a test *fail*; everything else makes it an *error*: the case could
@@ -81,3 +83,11 @@ class FingerprintMismatch(LLMEvalError):
         self.differences = differences or {}
         """Fingerprint name -> (baseline value, current value), for each one that differs."""
         super().__init__(message)
+
+
+class RunDirError(LLMEvalError):
+    """A run dir, or one of its files, cannot be read."""
+
+
+class RunDirVersionError(RunDirError):
+    """A run dir's ``report.json`` has a ``report_version`` this plugin does not read."""

@@ -14,8 +14,8 @@ from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.collect import EvalFile, EvalItem, is_manifest_target, manifest_targets
 from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.report.artifacts import is_run_dir
 from pytest_llmeval.report.session import SessionReport, session_report_key
+from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, state_key
 from pytest_llmeval.suites.base import default_suites

@@ -17,12 +17,13 @@ from pytest_llmeval import sharding
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import ConfigError, EvalFailure
-from pytest_llmeval.journal import Journal, next_attempt, read_final
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Outcome, Transcript
-from pytest_llmeval.report.artifacts import plan_run_dir, tag_run_dir
 from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.report.redact import Redactor, secret_values
+from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
+from pytest_llmeval.rundir.journal import Journal, next_attempt, read_final
+from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.settings import Settings, judge_settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
 
@@ -57,8 +58,9 @@ class LLMEvalState:
         self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = secret_values(secret_env_names(settings))
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
+        workspaces = RunLayout(self.run_dir).workspaces
         self.dispatcher = Dispatcher(
-            settings.concurrency, settings.timeout, workspace_root=self.run_dir / "workspaces"
+            settings.concurrency, settings.timeout, workspace_root=workspaces
         )
         self.file_repeats: dict[str, int] = {}
         """Runs per case set by a manifest, by data file (display path)."""

@@ -31,14 +31,24 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from math import comb
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_llmeval.errors import ConfigError, FingerprintMismatch
+from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
 from pytest_llmeval.models import CaseResult, Outcome
-from pytest_llmeval.report.artifacts import write_json
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
+from pytest_llmeval.rundir.comparison import (
+    FLIP_KINDS,
+    BaselineDiff,
+    CaseChange,
+    FingerprintChange,
+    FlipKind,
+    GateChange,
+    MetricDelta,
+)
+from pytest_llmeval.rundir.files import read_json, write_json
+from pytest_llmeval.rundir.read import read_report
 
 BASELINE_VERSION = 1
 """The ``baseline_version`` this module writes and reads."""
@@ -54,16 +64,6 @@ MAX_LISTED = 50
 
 DELTA_DIGITS = 12
 """Float metric deltas are rounded to this many decimals (report values carry six)."""
-
-FlipKind = Literal["pass->fail", "fail->pass", "new", "removed", "changed", "skipped"]
-FLIP_KINDS: tuple[FlipKind, ...] = (
-    "pass->fail",
-    "fail->pass",
-    "new",
-    "removed",
-    "changed",
-    "skipped",
-)
 
 _FLIP_TITLES: dict[str, str] = {
     "pass->fail": "pass → fail",
@@ -123,99 +123,6 @@ class Baseline(BaseModel):
     """Its cases, sorted by node id."""
 
 
-class MetricDelta(BaseModel):
-    """One numeric metric present in both reports."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    baseline: int | float
-    """The value in the baseline."""
-    current: int | float
-    """The value in this run."""
-    delta: int | float
-    """``current - baseline`` (floats rounded to :data:`DELTA_DIGITS` decimals)."""
-
-
-class GateChange(BaseModel):
-    """A gate present in both reports."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    """The gate's canonical name (``golden.pass_rate>=0.9``)."""
-    baseline_passed: bool
-    """Whether it passed in the baseline."""
-    current_passed: bool
-    """Whether it passes now."""
-    baseline_value: float | None = None
-    """The metric's value in the baseline (``None`` when it had none)."""
-    current_value: float | None = None
-    """The metric's value now."""
-    delta: float | None = None
-    """``current_value - baseline_value`` when both are known."""
-
-
-class FingerprintChange(BaseModel):
-    """A report fingerprint that differs between the baseline and this run."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    baseline: str | None
-    """The baseline's value."""
-    current: str | None
-    """This run's value."""
-
-
-class CaseChange(BaseModel):
-    """A case listed in the flip table."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: FlipKind
-    """Which list it is in."""
-    nodeid: str
-    """This run's node id (the baseline's for a removed case)."""
-    suite: str
-    """The case's suite."""
-    before: Outcome | None
-    """Its outcome in the baseline (``None`` for a new case)."""
-    after: Outcome | None
-    """Its outcome now (``None`` for a removed case)."""
-
-
-class BaselineDiff(BaseModel):
-    """This run against a baseline: the flip table, McNemar, metric and gate deltas."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    baseline: str
-    """Where the baseline was read from."""
-    baseline_run_id: str | None = None
-    """The baseline run's id, when known."""
-    compared: int
-    """Aligned cases with the same case fingerprint, judged (not skipped) in both runs."""
-    flips: dict[FlipKind, list[str]]
-    """Node ids per kind (all six keys, each list sorted): ``pass->fail``, ``fail->pass``,
-    ``new``, ``removed``, ``changed``, ``skipped``."""
-    cases: list[CaseChange]
-    """Every listed case with its two outcomes, in :data:`FLIP_KINDS` order, then node id."""
-    pass_to_fail: int
-    """McNemar's b: discordant pairs that passed in the baseline and do not now."""
-    fail_to_pass: int
-    """McNemar's c: discordant pairs that did not pass in the baseline and pass now."""
-    mcnemar_p: float
-    """Exact two-sided McNemar p-value on (b, c); 1.0 when there are no discordant pairs."""
-    metric_deltas: dict[str, dict[str, MetricDelta]]
-    """Suite (``*`` for the totals) -> dotted metric path -> delta, for every numeric leaf
-    present in both reports."""
-    gate_changes: list[GateChange]
-    """Gates present in both reports' ``gates`` sections, sorted by name."""
-    fingerprint_mismatches: dict[str, FingerprintChange]
-    """Fingerprints that differ (only ever non-empty when mismatches were allowed)."""
-    regressed: bool
-    """Any pass->fail flip, or any gate that passed in the baseline and fails now."""
-
-
 # -- reading and writing ---------------------------------------------------------------------
 
 
@@ -260,7 +167,7 @@ def load_baseline(path: Path | str) -> Baseline:
     return Baseline(
         source=str(path),
         run_id=run_id if isinstance(run_id, str) else None,
-        report=report,
+        report=report.dump(),
         results=sorted(cases, key=lambda c: c.nodeid),
     )
 
@@ -298,9 +205,11 @@ def _load_run_dir(path: Path) -> Baseline:
                 f"baseline {path}: no {needed.name}; expected a run dir (with report.json and "
                 f"results.jsonl) or a baseline file written by {UPDATE_FLAG}"
             )
-    report = _read_json(report_path)
-    if not isinstance(report, dict):
-        raise BaselineError(f"baseline {report_path}: expected a JSON object")
+    try:  # through the run-dir reader: a report of another version is refused clearly
+        report = read_report(report_path)
+    except RunDirError as exc:
+        raise BaselineError(f"baseline {exc}") from None
+    assert report is not None
     cases = []
     try:
         text = results_path.read_text(encoding="utf-8")
@@ -323,18 +232,16 @@ def _load_run_dir(path: Path) -> Baseline:
     return Baseline(
         source=str(path),
         run_id=run_id,
-        report=report,
+        report=report.dump(),
         results=sorted(cases, key=lambda c: c.nodeid),
     )
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"baseline {path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {path}: not JSON: {exc}") from None
+        return read_json(path)
+    except RunDirError as exc:
+        raise BaselineError(f"baseline {exc}") from None
 
 
 def _case(row: object, where: str) -> BaselineCase:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.report.baseline import BaselineDiff
-from pytest_llmeval.report.gates import GateResult
+
+if TYPE_CHECKING:
+    from pytest_llmeval.report.verdict import Verdict
 
 MAX_LISTED_FAILURES = 50
 
@@ -80,24 +81,21 @@ def _row(label: str, totals: dict[str, Any]) -> str:
     )
 
 
-def verdict_lines(
-    gates: Sequence[GateResult],
-    problems: Sequence[str],
-    diff: BaselineDiff | None,
-    refusal: str | None,
-) -> list[str]:
+def verdict_lines(verdict: Verdict) -> list[str]:
     """One line per gate, then the baseline comparison."""
     lines = [
-        f"gate {g.gate.name}: {'passed' if g.passed else 'FAILED'} ({g.message})" for g in gates
+        f"gate {g.gate.name}: {'passed' if g.passed else 'FAILED'} ({g.message})"
+        for g in verdict.gate_results
     ]
-    lines += [f"gate problem: {problem}" for problem in problems]
-    if refusal is not None:
-        lines.append(f"baseline: not compared: {refusal}")
+    lines += [f"gate problem: {problem}" for problem in verdict.gate_problems]
+    diff = verdict.baseline_diff
+    if verdict.baseline_refusal is not None:
+        lines.append(f"baseline: not compared: {verdict.baseline_refusal}")
     elif diff is not None:
         counts = ", ".join(f"{len(ids)} {kind}" for kind, ids in diff.flips.items())
-        verdict = "REGRESSED" if diff.regressed else "no regressions"
+        decision = "REGRESSED" if diff.regressed else "no regressions"
         lines.append(
-            f"baseline: {verdict}: {counts}; exact McNemar p={diff.mcnemar_p:.4g} "
+            f"baseline: {decision}: {counts}; exact McNemar p={diff.mcnemar_p:.4g} "
             f"(b={diff.pass_to_fail}, c={diff.fail_to_pass})"
         )
     return lines

@@ -25,12 +25,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict
-
-GateOp = Literal[">=", "<=", ">", "<", "=="]
-GateSource = Literal["cli", "manifest", "header"]
+from pytest_llmeval.rundir.models import Gate, GateOp, GateResult, GateSource, GatesSection
 
 EQ_TOLERANCE = 1e-12
 """Absolute tolerance of ``==`` (and of the equal half of ``>=`` / ``<=``)."""
@@ -52,40 +49,6 @@ _OPS: tuple[GateOp, ...] = get_args(GateOp)
 _SOURCE_ORDER: dict[str, int] = {name: i for i, name in enumerate(get_args(GateSource))}
 _GATE_RE = re.compile(r"^\s*(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
 _OP_VALUE_RE = re.compile(r"^\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
-
-
-class Gate(BaseModel):
-    """One threshold on one aggregate metric."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    """Canonical text ``SUITE.METRIC OP VALUE`` without spaces (``golden.pass_rate>=0.9``)."""
-    suite: str
-    """The suite whose aggregate is read, or ``*`` for the run's totals."""
-    metric: str
-    """Dotted path into the suite's aggregate (``pass_rate``, ``mean_scores.exact_match``)."""
-    op: GateOp
-    """The comparison: ``>=``, ``<=``, ``>``, ``<`` or ``==``."""
-    threshold: float
-    """The value the metric is compared with."""
-    source: GateSource = "cli"
-    """Where the gate was declared: ``--llmeval-gate``, a manifest, or a dataset header."""
-
-
-class GateResult(BaseModel):
-    """A gate checked against one report."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gate: Gate
-    """The gate that was checked."""
-    value: float | None
-    """The metric's value in the report; ``None`` when it is missing or not a number."""
-    passed: bool
-    """Whether the value meets the threshold (always ``False`` without a value)."""
-    message: str
-    """One line for the terminal: the value against the threshold, or why there is none."""
 
 
 # -- parsing ---------------------------------------------------------------------------------
@@ -404,12 +367,5 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
 
 
 def gates_section(results: Iterable[GateResult]) -> dict[str, Any]:
-    """The ``report.json`` ``gates`` entry: ``{"passed": all passed, "results": [...]}``.
-
-    The baseline diff reads this shape (a gate's ``gate.name``, ``value`` and ``passed``).
-    """
-    rows = sorted(results, key=lambda r: r.gate.name)
-    return {
-        "passed": all(r.passed for r in rows),
-        "results": [r.model_dump(mode="json") for r in rows],
-    }
+    """The ``report.json`` ``gates`` entry: ``{"passed": all passed, "results": [...]}``."""
+    return GatesSection.of(list(results)).model_dump(mode="json")

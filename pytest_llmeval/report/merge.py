@@ -49,23 +49,16 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_llmeval import __version__
-from pytest_llmeval.errors import LLMEvalError
-from pytest_llmeval.journal import Journal, read_results
+from pytest_llmeval.errors import LLMEvalError, RunDirError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console, verdict
-from pytest_llmeval.report.artifacts import is_run_dir, tag_run_dir, write_json
-from pytest_llmeval.report.baseline import BaselineDiff
 from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.report.gates import (
-    Gate,
-    GateResult,
-    evaluate_gates,
-    gates_section,
-    parse_gate,
-    suite_gate_results,
-)
 from pytest_llmeval.report.redact import Redactor, find_leaks, secret_values
-from pytest_llmeval.report.run import RunWriter
+from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
+from pytest_llmeval.rundir.journal import Journal
+from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
+from pytest_llmeval.rundir.read import RunRecord, read_run
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.sharding import in_shard
 from pytest_llmeval.suites.base import SuiteContext, default_suites
@@ -106,9 +99,6 @@ FINGERPRINT_KEYS = (
 MAX_LISTED = 20
 """Duplicate or misplaced cases a refusal lists one by one before "... and N more"."""
 
-FAILED_OUTCOMES = ("failed", "error")
-"""Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
-
 
 class MergeError(LLMEvalError):
     """The run dirs cannot be merged; ``problems`` says every reason."""
@@ -121,76 +111,21 @@ class MergeError(LLMEvalError):
 # --------------------------------------------------------------------------------------------
 # reading run dirs
 
-
-@dataclass
-class RunDir:
-    """What a merge reads of one run dir."""
-
-    path: Path
-    manifest: dict[str, Any]
-    report: dict[str, Any]
-    results: list[CaseResult]
-    """Sorted by node id."""
-    runners: dict[str, dict[str, Any]]
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        value = self.manifest["settings"]
-        assert isinstance(value, dict)
-        return value
-
-    @property
-    def shard(self) -> tuple[int, int] | None:
-        value = self.manifest.get("shard") or self.settings.get("shard")
-        if not value:
-            return None
-        return int(value[0]), int(value[1])
-
-    @property
-    def label(self) -> str:
-        shard = self.shard
-        where = str(self.path)
-        return f"shard {shard[0]}/{shard[1]} ({where})" if shard else where
+RunDir = RunRecord
+"""A shard run dir as a merge reads it (:func:`pytest_llmeval.rundir.read.read_run`)."""
 
 
-def load_run(path: Path) -> RunDir:
+def load_run(path: Path) -> RunRecord:
     """Read ``path``'s manifest, report, results (journal first) and runner fingerprints."""
-    manifest = _read_json(path / "manifest.json")
-    if not isinstance(manifest, dict) or "settings" not in manifest:
-        raise MergeError([f"{path}: no manifest.json with settings; is this a run dir?"])
-    report = _read_json(path / "report.json")
-    if not isinstance(report, dict):
-        raise MergeError(
-            [f"{path}: no report.json (rebuild it: python -m pytest_llmeval summarize {path})"]
-        )
-    runners: dict[str, dict[str, Any]] = dict(report.get("runners") or {})
-    journaled = read_results(path)
-    if journaled:
-        results = [journaled[key][0] for key in sorted(journaled)]
-        for result, runner in journaled.values():
-            if runner and result.runner_fingerprint:
-                runners.setdefault(result.runner_fingerprint, runner)
-    else:
-        try:
-            rows = (path / "results.jsonl").read_text(encoding="utf-8").splitlines()
-            results = sorted(
-                (CaseResult.model_validate_json(row) for row in rows if row.strip()),
-                key=lambda r: r.nodeid,
-            )
-        except FileNotFoundError:
-            results = []
-        except ValueError as exc:
-            raise MergeError([f"{path}/results.jsonl: {exc}"]) from None
-    return RunDir(path, manifest, report, results, runners)
-
-
-def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except ValueError as exc:
-        raise MergeError([f"{path}: not valid JSON: {exc}"]) from None
+        return read_run(path, report_required=True)
+    except RunDirError as exc:
+        raise MergeError([str(exc)]) from None
+
+
+def _body(run: RunRecord) -> dict[str, Any]:
+    """The run's ``report.json`` body (read with the run: never ``None`` in a merge)."""
+    return run.report.dump() if run.report is not None else {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,10 +243,11 @@ def disagreements(runs: Sequence[RunDir]) -> list[str]:
 
 def comparable_settings(run: RunDir) -> dict[str, Any]:
     """The settings that decide results; paths under the rootdir are made relative to it."""
-    rootdir = str(run.settings.get("rootdir") or "")
+    settings = run.manifest.settings
+    rootdir = str(settings.get("rootdir") or "")
     return {
         key: _relative(value, rootdir)
-        for key, value in run.settings.items()
+        for key, value in settings.items()
         if key not in IGNORED_SETTINGS
     }
 
@@ -337,17 +273,18 @@ def fingerprint_differences(a: RunDir, b: RunDir) -> list[str]:
     cases come from).
     """
     out: list[str] = []
-    keys = [k for k in FINGERPRINT_KEYS if k in a.report or k in b.report]
+    mine, yours = _body(a), _body(b)
+    keys = [k for k in FINGERPRINT_KEYS if k in mine or k in yours]
     for key in keys:
-        if key == "runner_fingerprint" and None in (a.report.get(key), b.report.get(key)):
+        if key == "runner_fingerprint" and None in (mine.get(key), yours.get(key)):
             continue  # no cases, or several runners (a conftest may pick one per file)
-        if a.report.get(key) != b.report.get(key):
+        if mine.get(key) != yours.get(key):
             out.append(
-                f"{key} differs: {_show(a.report.get(key))} in {a.label}, "
-                f"{_show(b.report.get(key))} in {b.label}"
+                f"{key} differs: {_show(mine.get(key))} in {a.label}, "
+                f"{_show(yours.get(key))} in {b.label}"
             )
-    theirs = b.report.get("datasets") or {}
-    for name, digest in sorted((a.report.get("datasets") or {}).items()):
+    theirs = yours.get("datasets") or {}
+    for name, digest in sorted((mine.get("datasets") or {}).items()):
         if name in theirs and theirs[name] != digest:
             out.append(
                 f"dataset {name} differs: sha256 {_show(digest)} in {a.label}, "
@@ -367,56 +304,28 @@ def _show(value: Any) -> str:
 
 @dataclass
 class Merged:
-    """The merged run: results, report, gate decision and exit status."""
+    """The merged run: results, report and its verdict."""
 
     settings: Settings
     writer: RunWriter
     results: list[CaseResult]
     runners: dict[str, dict[str, Any]]
-    report: dict[str, Any]
-    gate_results: list[GateResult]
-    gate_problems: list[str]
-    baseline_diff: BaselineDiff | None = None
-    baseline_refusal: str | None = None
-    leaks: list[Path] = field(default_factory=list)
+    report: Report
+    verdict: verdict.Verdict
     written: list[str] = field(default_factory=list)
-
-    @property
-    def cases_failed(self) -> bool:
-        return any(r.outcome in FAILED_OUTCOMES for r in self.results)
-
-    @property
-    def verdict_failed(self) -> bool:
-        """A gate failed or could not be read, the baseline regressed or was refused, a leak."""
-        return (
-            any(not g.passed for g in self.gate_results)
-            or bool(self.gate_problems)
-            or self.baseline_refusal is not None
-            or (self.baseline_diff is not None and self.baseline_diff.regressed)
-            or bool(self.leaks)
-        )
-
-    @property
-    def gates_passed(self) -> bool | None:
-        """Whether every gate passed; None when the run has no gates."""
-        if not self.gate_results and not self.gate_problems:
-            return None
-        return all(g.passed for g in self.gate_results) and not self.gate_problems
 
     @property
     def exit_code(self) -> int:
         """0 or 1, as the unsharded session would exit (``--llmeval-exit-on`` included)."""
-        current = pytest.ExitCode.TESTS_FAILED if self.cases_failed else pytest.ExitCode.OK
-        status = verdict.exit_status(current, self.settings.exit_on, self.verdict_failed)
-        return int(status)
+        return self.verdict.exit_code(self.results, self.settings.exit_on)
 
-    def gate_decision(self) -> str:
-        passed = self.gates_passed
-        if passed is None:
-            return "gates: none"
-        count = len(self.gate_results)
-        failed = sum(not g.passed for g in self.gate_results) + len(self.gate_problems)
-        return "gates: passed" if passed else f"gates: FAILED ({failed} of {count} gate(s))"
+    @property
+    def gates_passed(self) -> bool | None:
+        return self.verdict.gates_passed
+
+    @property
+    def gate_problems(self) -> list[str]:
+        return self.verdict.gate_problems
 
 
 def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
@@ -428,7 +337,11 @@ def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
     if not runs:
         raise MergeError(["no run dirs to merge"])
     ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
-    settings_json = {**ordered[0].settings, "shard": None, "run_dir": str(out_dir.resolve())}
+    settings_json = {
+        **ordered[0].manifest.settings,
+        "shard": None,
+        "run_dir": str(out_dir.resolve()),
+    }
     try:
         settings = Settings.model_validate(settings_json)
     except ValidationError as exc:
@@ -453,64 +366,29 @@ def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
     )
     report = writer.build(results, runners)
     _shard_fingerprints(report, ordered)
-    gates, problems = _gates(settings, results, ordered)
-    gate_results = evaluate_gates(gates, report) + suite_gate_results(report)
-    if gate_results:
-        report["gates"] = gates_section(gate_results)
-    merged = Merged(settings, writer, results, runners, report, gate_results, problems)
-    merged.baseline_diff, merged.baseline_refusal = verdict.compare_with_baseline(
-        settings, report, results
-    )
-    if merged.baseline_diff is not None:
-        report["baseline"] = merged.baseline_diff.model_dump(mode="json")
-    return merged
+    earlier = [run.report for run in ordered if run.report is not None]
+    gates, problems = verdict.gather_gates(settings, results, earlier)
+    judged = verdict.judge(report, results, settings, gates, problems)
+    return Merged(settings, writer, results, runners, report, judged)
 
 
-def _shard_fingerprints(report: dict[str, Any], runs: Sequence[RunDir]) -> None:
+def _shard_fingerprints(report: Report, runs: Sequence[RunDir]) -> None:
     """Take the dataset hashes and header fingerprints the shards recorded (they agree)."""
     datasets: dict[str, str] = {}
     for run in runs:
-        for name, digest in (run.report.get("datasets") or {}).items():
+        for name, digest in _body(run).get("datasets", {}).items():
             datasets.setdefault(name, digest)
-    names = {r.file for r in _results(runs)}
+    names = {r.file for run in runs for r in run.results}
     datasets = {k: v for k, v in datasets.items() if k in names}
-    if datasets or not report.get("datasets"):
-        report["datasets"] = dict(sorted(datasets.items()))
-        report["dataset_sha256"] = fingerprint(sorted(datasets.items()))
+    if datasets or not report.datasets:
+        report.datasets = dict(sorted(datasets.items()))
+        report.dataset_sha256 = fingerprint(sorted(datasets.items()))
     for key in FINGERPRINT_KEYS:
         if key in ("report_version", "plugin_version", "runner_fingerprint"):
             continue  # the merged report is made by this plugin from the merged runners
-        values = [run.report[key] for run in runs if key in run.report]
+        values = [_body(run)[key] for run in runs if key in _body(run)]
         if values:
-            report[key] = values[0]
-
-
-def _results(runs: Sequence[RunDir]) -> list[CaseResult]:
-    return [result for run in runs for result in run.results]
-
-
-def _gates(
-    settings: Settings, results: Sequence[CaseResult], runs: Sequence[RunDir]
-) -> tuple[list[Gate], list[str]]:
-    gates: list[Gate] = []
-    problems: list[str] = []
-    for text in settings.gate:
-        try:
-            gates.append(parse_gate(text, "cli"))
-        except ValueError as exc:
-            problems.append(f"--llmeval-gate: {exc}")
-    here = [r for r in results if (settings.rootdir / r.nodeid.split("::", 1)[0]).is_file()]
-    found, bad = verdict.manifest_gates(here, settings.rootdir)
-    gates += found
-    problems += bad
-    for run in runs:
-        for entry in (run.report.get("gates") or {}).get("results") or []:
-            gate = Gate.model_validate(entry["gate"])
-            # cli gates come from the settings (the shards agree); a suite's own gates
-            # (source "header") are judged again from the merged aggregate
-            if gate.source not in ("cli", "header"):
-                gates.append(gate)
-    return gates, problems
+            setattr(report, key, values[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -533,41 +411,39 @@ def write_merged(merged: Merged, runs: Sequence[RunDir], invocation: Sequence[st
     written = writer.write(merged.results, merged.report, writer.suite_artifacts(merged.results))
     ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
     first = ordered[0].manifest
-    started = sorted(str(r.manifest.get("started")) for r in ordered if r.manifest.get("started"))
-    finished = sorted(
-        str(r.manifest.get("finished")) for r in ordered if r.manifest.get("finished")
-    )
-    write_json(
-        out_dir / "manifest.json",
-        {
-            "run_id": writer.run_id,
-            "plugin_version": __version__,
-            "python": sys.version.split()[0],
-            "pytest": pytest.__version__,
-            "started": started[0] if started else None,
-            "finished": finished[-1] if finished else None,
-            "duration_s": round(sum(float(r.manifest.get("duration_s") or 0) for r in runs), 3),
-            "settings": writer.redactor.value(merged.settings.public_dict()),
-            "invocation": writer.redactor.value(list(invocation)),
-            "git": first.get("git"),
-            "environment": first.get("environment"),
-            "attempt": 1,
-            "shard": None,
-            "merged_from": [
-                {
-                    "run_dir": str(run.path),
-                    "run_id": run.manifest.get("run_id"),
-                    "shard": list(run.shard) if run.shard else None,
-                    "cases": len(run.results),
-                    "duration_s": run.manifest.get("duration_s"),
-                }
+    started = sorted(r.manifest.started for r in ordered if r.manifest.started)
+    finished = sorted(r.manifest.finished for r in ordered if r.manifest.finished)
+    writer.write_manifest(
+        RunManifest(
+            run_id=writer.run_id,
+            plugin_version=__version__,
+            python=sys.version.split()[0],
+            pytest=pytest.__version__,
+            started=started[0] if started else None,
+            finished=finished[-1] if finished else None,
+            duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
+            settings=writer.redactor.value(merged.settings.public_dict()),
+            invocation=writer.redactor.value(list(invocation)),
+            git=first.git,
+            environment=first.environment,
+            attempt=1,
+            shard=None,
+            merged_from=[
+                MergedFrom(
+                    run_dir=str(run.path),
+                    run_id=run.manifest.run_id,
+                    shard=list(run.shard) if run.shard else None,
+                    cases=len(run.results),
+                    duration_s=run.manifest.duration_s,
+                )
                 for run in ordered
             ],
-            "artifacts": written,
-        },
+            artifacts=written,
+        )
     )
     merged.written = written
-    merged.leaks = find_leaks([out_dir], writer.redactor.secrets)
+    leaks = find_leaks([out_dir], writer.redactor.secrets)
+    merged.verdict.faults += [f"leak check: a configured secret's value is in {p}" for p in leaks]
     return written
 
 
@@ -583,7 +459,10 @@ def _prepare_out_dir(out_dir: Path, runs: Sequence[RunDir]) -> None:
         raise MergeError([f"{out_dir}: exists and is not a folder"])
     if not any(out_dir.iterdir()):
         return
-    manifest = _read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
+    try:
+        manifest = read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
+    except RunDirError:
+        manifest = None
     if isinstance(manifest, dict) and "merged_from" in manifest:
         shutil.rmtree(out_dir)
         return
@@ -617,14 +496,12 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], invocation: Sequence[str] = (
 
 def merge_lines(merged: Merged, shards: int) -> list[str]:
     """What the command prints: the summary, each gate, the decision and the exit status."""
-    lines = console.summary_lines(merged.report)
-    lines += console.verdict_lines(
-        merged.gate_results, merged.gate_problems, merged.baseline_diff, merged.baseline_refusal
-    )
-    lines += [f"leak check: a configured secret's value is in {path}" for path in merged.leaks]
+    lines = console.summary_lines(merged.report.dump())
+    lines += console.verdict_lines(merged.verdict)
+    lines += [fault for fault in merged.verdict.faults if fault.startswith("leak check")]
     out = merged.writer.run_dir
     lines.append(
         f"llmeval merge: {shards} shard(s), {len(merged.results)} case(s) -> {out}; "
-        f"{merged.gate_decision()}; exit {merged.exit_code}"
+        f"{merged.verdict.gate_decision()}; exit {merged.exit_code}"
     )
     return lines

@@ -53,8 +53,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_llmeval.errors import LLMEvalError
+from pytest_llmeval.errors import LLMEvalError, RunDirError
 from pytest_llmeval.report.redact import MASK, Redactor, find_leaks, public_url, secret_values
+from pytest_llmeval.rundir.files import read_json
+from pytest_llmeval.rundir.layout import RunLayout
 
 INSTALL_HINT = "pip install 'pytest-llmeval[mlflow]'"
 RELOG_COMMAND = "python -m pytest_llmeval.report.mlflow_log"
@@ -95,8 +97,9 @@ def log_run(
     Raises :class:`MlflowLogError` for anything that goes wrong, MLflow missing included.
     """
     run_dir = Path(run_dir)
-    manifest = _read_object(run_dir / "manifest.json")
-    report = _read_object(run_dir / "report.json")
+    layout = RunLayout(run_dir)
+    manifest = _read_object(layout.manifest)
+    report = _read_object(layout.report)
     settings = manifest.get("settings")
     settings = settings if isinstance(settings, dict) else {}
     if secrets is None:
@@ -338,13 +341,11 @@ def _redactor(settings: Mapping[str, Any], secrets: Sequence[str]) -> Redactor:
 
 def _read_object(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MlflowLogError(
-            f"{path.parent}: no {path.name}; is this a finished run dir?"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise MlflowLogError(f"{path}: cannot be read: {exc}") from None
+        value = read_json(path)
+    except RunDirError as exc:
+        raise MlflowLogError(str(exc)) from None
+    if value is None:
+        raise MlflowLogError(f"{path.parent}: no {path.name}; is this a finished run dir?")
     if not isinstance(value, dict):
         raise MlflowLogError(f"{path}: expected a JSON object")
     return value

@@ -46,7 +46,6 @@ from typing import Any
 from pytest_llmeval.broker import normalize_args
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.report.artifacts import is_run_dir, write_json
 from pytest_llmeval.report.merge import (
     FINGERPRINT_KEYS,
     Merged,
@@ -58,6 +57,7 @@ from pytest_llmeval.report.merge import (
     load_run,
     write_merged,
 )
+from pytest_llmeval.rundir.files import is_run_dir, write_json
 
 DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """Set for every pytest subprocess the validator starts."""
@@ -196,6 +196,7 @@ def validate(
     (a case in two shards counts once) so that the comparison can still say what differs.
     """
     base = load_run(unsharded)
+    base_body = base.report.dump() if base.report is not None else {}
     runs: list[RunDir] = []
     problems: list[str] = []
     for path in shard_dirs:
@@ -230,6 +231,7 @@ def validate(
     fingerprint_diffs = disagreements([base, *runs])
     gate_diffs: list[str] = []
     if merged is not None:
+        merged_body = merged.report.dump()
         by_node = {result.nodeid: result for result in merged.results}
         for result in base.results:
             other = by_node.get(result.nodeid)
@@ -237,15 +239,15 @@ def validate(
                 fields = result_differences(result, other, atol, rtol)
                 if fields:
                     mismatches.append({"nodeid": result.nodeid, "fields": fields})
-        metric_diffs = compare_values(_metrics(base.report), _metrics(merged.report), atol, rtol)
+        metric_diffs = compare_values(_metrics(base_body), _metrics(merged_body), atol, rtol)
         for key in (*FINGERPRINT_KEYS, "runners"):
-            if key in base.report and base.report.get(key) != merged.report.get(key):
+            if key in base_body and base_body.get(key) != merged_body.get(key):
                 fingerprint_diffs.append(
-                    f"{key} differs: {base.report.get(key)!r} unsharded, "
-                    f"{merged.report.get(key)!r} merged"
+                    f"{key} differs: {base_body.get(key)!r} unsharded, "
+                    f"{merged_body.get(key)!r} merged"
                 )
-        base_gates = _gate_entries(base.report)
-        merged_gates = _gate_entries(merged.report)
+        base_gates = _gate_entries(base_body)
+        merged_gates = _gate_entries(merged_body)
         for name in sorted(set(base_gates) | set(merged_gates)):
             want, got = base_gates.get(name), merged_gates.get(name)
             if want is None or got is None:
@@ -275,9 +277,9 @@ def validate(
     return {
         "ok": ok,
         "num_shards": num_shards,
-        "dataset_sha256": base.report.get("dataset_sha256"),
-        "runner_fingerprint": base.report.get("runner_fingerprint"),
-        "model_fingerprint": model_fingerprint(base.report),
+        "dataset_sha256": base_body.get("dataset_sha256"),
+        "runner_fingerprint": base_body.get("runner_fingerprint"),
+        "model_fingerprint": model_fingerprint(base_body),
         "per_example_mismatches": len(mismatches),
         "mismatched_cases": [m["nodeid"] for m in mismatches],
         "mismatches": mismatches,

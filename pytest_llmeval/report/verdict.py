@@ -1,16 +1,21 @@
-"""The session's verdict beyond single cases: gates, the baseline diff, the exit status.
+"""The run's verdict beyond single cases: gates, the baseline diff, the exit status.
 
-Gates come from ``--llmeval-gate`` and from the ``gates`` of the ``*.llmeval.yaml`` manifests
-whose cases ran. Each gate, and the baseline comparison, is reported as its own test outcome
-(``llmeval-gates::<gate>``, ``llmeval-baseline::no-regressions``) so that the terminal,
-``--junitxml`` and ``--json-report`` show it like any test.
+:func:`judge` is the one place a report becomes a verdict. The pytest session, ``merge``,
+``summarize`` and ``validate-sharding`` call it; the terminal, ``summary.md``, the HTML page,
+junit (each gate and the baseline comparison reported as a test: ``llmeval-gates::<gate>``,
+``llmeval-baseline::no-regressions``) and MLflow read what it wrote into the report.
+
+Gates come from ``--llmeval-gate``, from the ``gates`` of the ``*.llmeval.yaml`` manifests whose
+cases ran, from earlier reports of the same run (a merge's shards, the run ``summarize``
+rebuilds) and from the suites themselves (their aggregate's ``gates``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 
@@ -18,11 +23,138 @@ from pytest_llmeval.collect import read_manifest
 from pytest_llmeval.errors import CaseFileError, FingerprintMismatch
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import BaselineDiff, diff, load_baseline
-from pytest_llmeval.report.gates import Gate, GateResult, parse_gate, parse_gate_spec
+from pytest_llmeval.report.gates import (
+    Gate,
+    GateResult,
+    evaluate_gates,
+    parse_gate,
+    parse_gate_spec,
+    suite_gate_results,
+)
+from pytest_llmeval.rundir.models import GatesSection, Report
 from pytest_llmeval.settings import Settings
+
+__all__ = [
+    "BASELINE_NODE",
+    "GATES_NODE",
+    "Verdict",
+    "cli_gates",
+    "exit_status",
+    "gather_gates",
+    "judge",
+]
 
 GATES_NODE = "llmeval-gates"
 BASELINE_NODE = "llmeval-baseline::no-regressions"
+
+FAILED_OUTCOMES = ("failed", "error")
+"""Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
+
+
+@dataclass
+class Verdict:
+    """What a run's gates and baseline comparison decided."""
+
+    gate_results: list[GateResult] = field(default_factory=list)
+    gate_problems: list[str] = field(default_factory=list)
+    """Gates that could not be read (a bad manifest or ``--llmeval-gate``)."""
+    baseline_diff: BaselineDiff | None = None
+    baseline_refusal: str | None = None
+    """Why the baseline was not compared (fingerprints differ, unreadable ...)."""
+    faults: list[str] = field(default_factory=list)
+    """Other reasons the run fails: the run dir could not be written, MLflow, a leak."""
+
+    @property
+    def failed_gates(self) -> list[GateResult]:
+        return [g for g in self.gate_results if not g.passed]
+
+    @property
+    def regressions(self) -> list[str]:
+        """Cases that passed in the baseline and fail now."""
+        return list(self.baseline_diff.flips["pass->fail"]) if self.baseline_diff else []
+
+    @property
+    def failed(self) -> bool:
+        """A gate failed or could not be read, the baseline regressed or was refused, or a
+        fault."""
+        return (
+            bool(self.failed_gates)
+            or bool(self.gate_problems)
+            or self.baseline_refusal is not None
+            or (self.baseline_diff is not None and self.baseline_diff.regressed)
+            or bool(self.faults)
+        )
+
+    @property
+    def gates_passed(self) -> bool | None:
+        """Whether every gate passed; ``None`` when the run has no gates."""
+        if not self.gate_results and not self.gate_problems:
+            return None
+        return not self.failed_gates and not self.gate_problems
+
+    def gate_decision(self) -> str:
+        passed = self.gates_passed
+        if passed is None:
+            return "gates: none"
+        failed = len(self.failed_gates) + len(self.gate_problems)
+        count = len(self.gate_results)
+        return "gates: passed" if passed else f"gates: FAILED ({failed} of {count} gate(s))"
+
+    def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
+        """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
+        cases_failed = any(r.outcome in FAILED_OUTCOMES for r in results)
+        current = pytest.ExitCode.TESTS_FAILED if cases_failed else pytest.ExitCode.OK
+        return int(exit_status(current, exit_on, self.failed))
+
+    def test_reports(self) -> list[pytest.TestReport]:
+        """Each gate, and the baseline comparison, as a test's setup/call/teardown reports."""
+        reports: list[pytest.TestReport] = []
+        for result in self.gate_results:
+            nodeid = f"{GATES_NODE}::{result.gate.name}"
+            reports += _test_reports(nodeid, result.passed, result.message)
+        if self.baseline_refusal is not None:
+            message = f"baseline not compared: {self.baseline_refusal}"
+            reports += _test_reports(BASELINE_NODE, False, message)
+        elif self.baseline_diff is not None:
+            failed = self.regressions
+            message = (
+                f"{len(failed)} case(s) passed in the baseline and fail now: "
+                f"{', '.join(failed[:20])}"
+                if failed
+                else "a gate that passed in the baseline fails now"
+            )
+            reports += _test_reports(BASELINE_NODE, not self.baseline_diff.regressed, message)
+        return reports
+
+
+def judge(
+    report: Report,
+    results: Sequence[CaseResult],
+    settings: Settings,
+    gates: Sequence[Gate],
+    gate_problems: Sequence[str] = (),
+) -> Verdict:
+    """Check ``gates`` and the suites' own gates against ``report`` and compare it with the
+    settings' baseline; both are written into ``report`` (``gates``, ``baseline``)."""
+    body = report.dump()
+    verdict = Verdict(
+        gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
+        gate_problems=list(gate_problems),
+    )
+    report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
+    if settings.baseline is not None:
+        try:
+            baseline = load_baseline(settings.baseline)
+            verdict.baseline_diff = diff(
+                report.without_baseline().dump(),
+                results,
+                baseline,
+                allow_mismatch=settings.baseline_allow_mismatch,
+            )
+        except (FingerprintMismatch, ValueError) as exc:
+            verdict.baseline_refusal = str(exc)
+    report.baseline = verdict.baseline_diff
+    return verdict
 
 
 def cli_gates(settings: Settings) -> list[Gate]:
@@ -36,14 +168,41 @@ def cli_gates(settings: Settings) -> list[Gate]:
     return gates
 
 
-def manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
-    """Gates declared by the manifests whose cases ran, and problems found reading them."""
+def gather_gates(
+    settings: Settings, results: Iterable[CaseResult], earlier: Iterable[Report] = ()
+) -> tuple[list[Gate], list[str]]:
+    """Every gate of a run, and the problems met reading them.
+
+    The settings' ``--llmeval-gate`` gates; the gates of the manifests whose cases ran (read
+    again when the manifest is at hand); the manifest gates of ``earlier`` reports of the same
+    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not. A
+    suite's own gates are never taken from a report: :func:`judge` asks the suite again.
+    """
+    gates: list[Gate] = []
+    problems: list[str] = []
+    for text in settings.gate:
+        try:
+            gates.append(parse_gate(text, "cli"))
+        except ValueError as exc:
+            problems.append(f"--llmeval-gate: {exc}")
+    found, bad = _manifest_gates(results, settings.rootdir)
+    gates += found
+    problems += bad
+    for report in earlier:
+        if report.gates is not None:
+            gates += [r.gate for r in report.gates.results if r.gate.source == "manifest"]
+    return gates, problems
+
+
+def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
     gates: list[Gate] = []
     problems: list[str] = []
     manifests = sorted(
         {r.nodeid.split("::", 1)[0] for r in results if ".llmeval.yaml::" in r.nodeid}
     )
     for name in manifests:
+        if not (rootdir / name).is_file():
+            continue  # run elsewhere: the earlier reports carry its gates
         try:
             manifest = read_manifest(rootdir / name, name)
         except CaseFileError as exc:
@@ -57,48 +216,6 @@ def manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[G
         except ValueError as exc:
             problems.append(f"{name}: gates: {exc}")
     return gates, problems
-
-
-def compare_with_baseline(
-    settings: Settings, report: dict[str, Any], results: Sequence[CaseResult]
-) -> tuple[BaselineDiff | None, str | None]:
-    """The diff against ``--llmeval-baseline``, or the reason it was refused."""
-    if settings.baseline is None:
-        return None, None
-    try:
-        baseline = load_baseline(settings.baseline)
-        return (
-            diff(report, results, baseline, allow_mismatch=settings.baseline_allow_mismatch),
-            None,
-        )
-    except FingerprintMismatch as exc:
-        return None, str(exc)
-    except ValueError as exc:
-        return None, str(exc)
-
-
-def gate_reports(results: Sequence[GateResult]) -> list[pytest.TestReport]:
-    """One passed or failed test outcome per gate (setup, call and teardown reports)."""
-    reports: list[pytest.TestReport] = []
-    for result in results:
-        nodeid = f"{GATES_NODE}::{result.gate.name}"
-        reports += _test_reports(nodeid, result.passed, result.message)
-    return reports
-
-
-def baseline_reports(diff_: BaselineDiff | None, refusal: str | None) -> list[pytest.TestReport]:
-    """The baseline comparison as one test outcome (none when no baseline was given)."""
-    if refusal is not None:
-        return _test_reports(BASELINE_NODE, False, f"baseline not compared: {refusal}")
-    if diff_ is None:
-        return []
-    failed = diff_.flips["pass->fail"]
-    message = (
-        f"{len(failed)} case(s) passed in the baseline and fail now: {', '.join(failed[:20])}"
-        if failed
-        else "a gate that passed in the baseline fails now"
-    )
-    return _test_reports(BASELINE_NODE, not diff_.regressed, message)
 
 
 def _test_reports(nodeid: str, passed: bool, message: str) -> list[pytest.TestReport]:

@@ -1,4 +1,5 @@
-"""Aggregate case results into the report: totals, per suite, per category, fingerprints."""
+"""Aggregate case results into the :class:`~pytest_llmeval.rundir.models.Report`: totals, per
+suite, per category, fingerprints. Gates and the baseline are added by ``report.verdict``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from pytest_llmeval import __version__
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.repeats import suite_statistics
 from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.rundir.models import Report, SuiteSection
 from pytest_llmeval.suites.base import SuiteRegistry, base_totals
-
-REPORT_VERSION = "1.0.0"
 
 
 def judge_statistics(judged: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -36,12 +36,12 @@ def build_report(
     datasets: dict[str, str],
     runners: dict[str, dict[str, Any]],
     extra_fingerprints: dict[str, str | None],
-) -> dict[str, Any]:
-    """The ``report.json`` body. Results must be sorted; nothing here depends on timing."""
+) -> Report:
+    """The report of ``results`` (sorted by node id); nothing here depends on timing."""
     by_suite: dict[str, list[CaseResult]] = {}
     for result in results:
         by_suite.setdefault(result.suite, []).append(result)
-    suite_reports: dict[str, Any] = {}
+    suite_reports: dict[str, SuiteSection] = {}
     for name, rows in sorted(by_suite.items()):
         suite = suites.get(name)
         body = suite.aggregate(rows) if suite is not None else base_totals(rows)
@@ -57,16 +57,16 @@ def build_report(
         ]
         if judged:
             body["judge"] = judge_statistics(judged)
-        suite_reports[name] = body
+        model = getattr(suite, "section_model", SuiteSection)
+        suite_reports[name] = model.model_validate(body)
     runner_ids = sorted(runners)
-    return {
-        "report_version": REPORT_VERSION,
-        "plugin_version": __version__,
-        "totals": base_totals(results),
-        "suites": suite_reports,
-        "datasets": dict(sorted(datasets.items())),
-        "dataset_sha256": fingerprint(sorted(datasets.items())),
-        "runner_fingerprint": runner_ids[0] if len(runner_ids) == 1 else None,
-        "runners": {rid: runners[rid] for rid in runner_ids},
+    return Report(
+        plugin_version=__version__,
+        totals=base_totals(results),
+        suites=suite_reports,
+        datasets=dict(sorted(datasets.items())),
+        dataset_sha256=fingerprint(sorted(datasets.items())),
+        runner_fingerprint=runner_ids[0] if len(runner_ids) == 1 else None,
+        runners={rid: runners[rid] for rid in runner_ids},
         **extra_fingerprints,
-    }
+    )

@@ -1,4 +1,5 @@
-"""Writing the run dir: atomic files (temp file + rename), JSON and JSONL in a stable form."""
+"""Run dir files: atomic writes (temp file + rename), JSON and JSONL in a stable form, and the
+one JSON reader every run-dir reader uses."""
 
 from __future__ import annotations
 
@@ -11,19 +12,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-RUN_DIR_TAG = ".llmeval-run"
-"""A file in every run dir: collection skips tagged folders (their artifacts are not cases)."""
+from pytest_llmeval.errors import RunDirError
+from pytest_llmeval.rundir.layout import RunLayout
 
 
 def tag_run_dir(path: Path) -> None:
+    """Create ``path`` and tag it as a run dir: collection skips tagged folders (their
+    artifacts are not cases)."""
     path.mkdir(parents=True, exist_ok=True)
-    tag = path / RUN_DIR_TAG
+    tag = RunLayout(path).tag
     if not tag.exists():
         tag.write_text("pytest-llmeval run dir: its files are results, not eval cases\n")
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / RUN_DIR_TAG).is_file()
+    return RunLayout(path).tag.is_file()
 
 
 def plan_run_dir(
@@ -74,3 +77,20 @@ _LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     """One JSON line per row, streamed: a row is encoded and written, then dropped."""
     write_text(path, (_LINE.encode(row) + "\n" for row in rows))
+
+
+def read_json(path: Path) -> Any:
+    """``path``'s JSON value; ``None`` when the file does not exist.
+
+    Raises :class:`~pytest_llmeval.errors.RunDirError` naming the file for anything else.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: cannot be read: {exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise RunDirError(f"{path}: not valid JSON: {exc}") from None

@@ -19,13 +19,14 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
 
 
 def journal_root(run_dir: Path) -> Path:
-    return run_dir / "journal"
+    return RunLayout(run_dir).journal
 
 
 def next_attempt(run_dir: Path) -> int:

@@ -1,7 +1,9 @@
-"""Building and writing a run dir's reports from case results, with or without pytest.
+"""Building a run's report from case results and writing the run dir, with or without pytest.
 
-The session reporter uses it at the end of a session; ``python -m pytest_llmeval summarize``
-uses it to regenerate the reports of a run dir from its results (or its journal).
+The session reporter uses :class:`RunWriter` at the end of a session; ``summarize`` and
+``merge`` use it to write a run dir from results read back. Every file goes through the
+redactor and is written atomically; the file names come from
+:class:`~pytest_llmeval.rundir.layout.RunLayout`.
 """
 
 from __future__ import annotations
@@ -14,22 +16,16 @@ from typing import Any
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report import console
-from pytest_llmeval.report.aggregate import build_report
-from pytest_llmeval.report.artifacts import write_json, write_jsonl, write_text
+from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.html import render_html
 from pytest_llmeval.report.redact import Redactor
+from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
+from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
+from pytest_llmeval.rundir.models import Report, RunManifest
 from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
 
-ARTIFACTS = (
-    "results.jsonl",
-    "errors.jsonl",
-    "events.jsonl",
-    "audit.jsonl",
-    "report.json",
-    "summary.md",
-    "report.html",
-)
+__all__ = ["RunWriter", "events"]
 
 
 @dataclass
@@ -42,8 +38,12 @@ class RunWriter:
     suites: SuiteRegistry
     redactor: Redactor
 
-    def build(self, results: Sequence[CaseResult], runners: dict[str, Any]) -> dict[str, Any]:
-        """``report.json``'s body: aggregates and fingerprints (results sorted by node id)."""
+    @property
+    def layout(self) -> RunLayout:
+        return RunLayout(self.run_dir)
+
+    def build(self, results: Sequence[CaseResult], runners: dict[str, Any]) -> Report:
+        """The report of ``results`` (sorted by node id): aggregates and fingerprints."""
         settings = self.context.settings
         registry = self.context.registry
         return build_report(
@@ -83,34 +83,38 @@ class RunWriter:
     def write(
         self,
         results: Sequence[CaseResult],
-        report: dict[str, Any],
+        report: Report,
         file_artifacts: Sequence[tuple[str, Any]],
         summary_extra: str = "",
     ) -> list[str]:
         """Write every report file through the redactor; returns the names written."""
         redact = self.redactor
+        layout = self.layout
         for name, value in file_artifacts:
-            write_json(self.run_dir / name, redact.value(value))
+            write_json(layout.file(name), redact.value(value))
         # Rows are dumped, redacted and written one at a time: at 100,000 cases holding them
         # all (and a second copy for the page) was most of the session's peak memory. The
         # results were redacted where they were made; this second pass is on purpose: `merge`
         # and `summarize` write journals from other sessions, whose secrets this one may know
         # (about 25 us per case, once, at the end).
-        write_jsonl(self.run_dir / "results.jsonl", (self._row(r) for r in results))
-        errors = (self._row(r) for r in results if r.outcome == "error")
-        write_jsonl(self.run_dir / "errors.jsonl", errors)
-        write_jsonl(self.run_dir / "events.jsonl", (redact.value(e) for e in events(results)))
+        write_jsonl(layout.results, (self._row(r) for r in results))
+        write_jsonl(layout.errors, (self._row(r) for r in results if r.outcome == "error"))
+        write_jsonl(layout.events, (redact.value(e) for e in events(results)))
         audit = (redact.value(e) for e in events(results) if e.get("type") == "audit")
-        write_jsonl(self.run_dir / "audit.jsonl", audit)
-        write_json(self.run_dir / "report.json", redact.value(report))
-        summary = console.summary_markdown(report, results) + self._suite_markdown(file_artifacts)
+        write_jsonl(layout.audit, audit)
+        body = redact.value(report.dump())
+        write_json(layout.report, body)
+        summary = console.summary_markdown(body, results) + self._suite_markdown(file_artifacts)
         summary += summary_extra
-        write_text(self.run_dir / "summary.md", redact.text(summary))
+        write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);
         # the page gets a text pass on top, as every other file does
-        page = render_html(redact.value(report), results)
-        write_text(self.run_dir / "report.html", redact.text(page))
-        return sorted([*ARTIFACTS, *(name for name, _ in file_artifacts)])
+        write_text(layout.html, redact.text(render_html(body, results)))
+        return sorted([*REPORT_FILES, *(name for name, _ in file_artifacts)])
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        """``manifest.json``, once, after every other file (it lists them)."""
+        write_json(self.layout.manifest, manifest.dump())
 
     def _suite_markdown(self, file_artifacts: Sequence[tuple[str, Any]]) -> str:
         """The sections suites add to ``summary.md`` for their per-file artifacts."""

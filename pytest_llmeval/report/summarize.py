@@ -1,0 +1,55 @@
+"""``python -m pytest_llmeval summarize RUN_DIR``: rebuild a run dir's reports from its results.
+
+Results come from the journal when there is one (so a crashed run can be summarized),
+otherwise from ``results.jsonl``. The run is judged again as the session judged it
+(:func:`pytest_llmeval.report.verdict.judge`): its ``--llmeval-gate`` settings, its manifests'
+gates (and those the old report recorded), the suites' own gates, and its baseline — compared
+again, or, when the baseline file is gone, the old report's comparison is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_llmeval.report import verdict
+from pytest_llmeval.report.baseline import diff_markdown
+from pytest_llmeval.report.redact import Redactor
+from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.models import Report
+from pytest_llmeval.rundir.read import read_run
+from pytest_llmeval.settings import Settings
+from pytest_llmeval.suites.base import SuiteContext, default_suites
+
+__all__ = ["Summarized", "summarize"]
+
+
+@dataclass
+class Summarized:
+    report: Report
+    verdict: verdict.Verdict
+
+
+def summarize(run_dir: Path) -> Summarized:
+    """Rebuild ``report.json``, ``summary.md``, ``report.html`` and the results files."""
+    run = read_run(run_dir)
+    settings = Settings.model_validate(run.manifest.settings)
+    writer = RunWriter(
+        run_dir,
+        run.manifest.run_id or run_dir.name,
+        SuiteContext.from_settings(settings),
+        default_suites(),
+        Redactor(settings.redact_pattern),
+    )
+    report = writer.build(run.results, run.runners)
+    earlier = [run.report] if run.report is not None else []
+    gates, problems = verdict.gather_gates(settings, run.results, earlier)
+    judged = verdict.judge(report, run.results, settings, gates, problems)
+    if report.baseline is None and run.report is not None and run.report.baseline is not None:
+        # not compared again (the baseline file is gone): the session's comparison stands
+        report.baseline = run.report.baseline
+        judged.baseline_diff, judged.baseline_refusal = run.report.baseline, None
+    diff = report.baseline
+    extra = "\n" + diff_markdown(diff) if diff is not None else ""
+    writer.write(run.results, report, writer.suite_artifacts(run.results), extra)
+    return Summarized(report, judged)

@@ -1,0 +1,191 @@
+"""Typed models of a run dir's JSON files: ``report.json`` (:class:`Report`) and
+``manifest.json`` (:class:`RunManifest`).
+
+The report is built once (``report.build``), judged once (``report.verdict.judge``) and written
+once (``report.writer``); every reader (``summarize``, ``merge``, baselines, MLflow, the HTML
+page) gets this model back from :func:`pytest_llmeval.rundir.read.read_run`. A suite's section
+is a :class:`SuiteSection`: the counts every suite has, typed, and the suite's own metrics,
+which a suite may type in a subclass of its own (``Suite.section_model``).
+
+A report of another major :data:`REPORT_VERSION` is refused with a
+:class:`~pytest_llmeval.errors.RunDirVersionError` naming both versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_llmeval.rundir.comparison import BaselineDiff
+
+__all__ = [
+    "REPORT_VERSION",
+    "Gate",
+    "GateOp",
+    "GateResult",
+    "GateSource",
+    "GatesSection",
+    "Report",
+    "RunManifest",
+    "SuiteSection",
+    "Totals",
+]
+
+REPORT_VERSION = "1.0.0"
+"""The ``report_version`` this plugin writes; it reads reports of the same major version."""
+
+Number = int | float
+"""A metric as written: an int stays an int (``0``, not ``0.0``), so the JSON is unchanged."""
+
+GateOp = Literal[">=", "<=", ">", "<", "=="]
+GateSource = Literal["cli", "manifest", "header"]
+
+
+class Totals(BaseModel):
+    """Outcome counts of a set of cases; ``pass_rate`` is over judged (not skipped) cases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    pass_rate: float | None
+
+
+class SuiteSection(Totals):
+    """``report.json`` ``suites.<name>``: the counts, per-category counts and the suite's own
+    metrics (kept as extra fields unless the suite types them in a subclass)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    categories: dict[str, Totals] = Field(default_factory=dict)
+
+
+class Gate(BaseModel):
+    """One threshold on one aggregate metric."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Canonical text ``SUITE.METRIC OP VALUE`` without spaces (``golden.pass_rate>=0.9``)."""
+    suite: str
+    """The suite whose aggregate is read, or ``*`` for the run's totals."""
+    metric: str
+    """Dotted path into the suite's aggregate (``pass_rate``, ``mean_scores.exact_match``)."""
+    op: GateOp
+    """The comparison: ``>=``, ``<=``, ``>``, ``<`` or ``==``."""
+    threshold: float
+    """The value the metric is compared with."""
+    source: GateSource = "cli"
+    """Where the gate was declared: ``--llmeval-gate``, a manifest, or a dataset header."""
+
+
+class GateResult(BaseModel):
+    """A gate checked against one report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: Gate
+    """The gate that was checked."""
+    value: float | None
+    """The metric's value in the report; ``None`` when it is missing or not a number."""
+    passed: bool
+    """Whether the value meets the threshold (always ``False`` without a value)."""
+    message: str
+    """One line for the terminal: the value against the threshold, or why there is none."""
+
+
+class GatesSection(BaseModel):
+    """``report.json`` ``gates``: every gate's result, sorted by name, and whether all passed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool
+    results: list[GateResult]
+
+    @classmethod
+    def of(cls, results: list[GateResult]) -> GatesSection:
+        rows = sorted(results, key=lambda r: r.gate.name)
+        return cls(passed=all(r.passed for r in rows), results=rows)
+
+
+class Report(BaseModel):
+    """``report.json``: aggregates, fingerprints, gates and the baseline comparison."""
+
+    model_config = ConfigDict(extra="allow")
+
+    report_version: str = REPORT_VERSION
+    plugin_version: str
+    totals: Totals
+    suites: dict[str, SuiteSection]
+    """Per suite, by name (sorted)."""
+    datasets: dict[str, str]
+    """Data file (relative to the rootdir) -> sha256 of its bytes."""
+    dataset_sha256: str
+    """sha256 over :attr:`datasets`."""
+    runner_fingerprint: str | None
+    """The one runner's fingerprint id; ``None`` with several runners or none."""
+    runners: dict[str, dict[str, Any]]
+    """Runner fingerprint id -> the runner's fingerprint."""
+    tool_registry_sha256: str | None = None
+    fixtures_sha256: str | None = None
+    gates: GatesSection | None = None
+    """Present when the run had gates."""
+    baseline: BaselineDiff | None = None
+    """Present when the run was compared with a baseline."""
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON body: optional sections only when present."""
+        body = self.model_dump(mode="json", exclude={"gates", "baseline"})
+        if self.gates is not None:
+            body["gates"] = self.gates.model_dump(mode="json")
+        if self.baseline is not None:
+            body["baseline"] = self.baseline.model_dump(mode="json")
+        return body
+
+    def without_baseline(self) -> Report:
+        return self.model_copy(update={"baseline": None})
+
+
+class MergedFrom(BaseModel):
+    """One shard run dir a merged run dir was made from."""
+
+    run_dir: str
+    run_id: str | None
+    shard: list[int] | None
+    cases: int
+    duration_s: float | None
+
+
+class RunManifest(BaseModel):
+    """``manifest.json``: what ran, where and when; written once, at the end of a session."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str
+    plugin_version: str
+    python: str
+    pytest: str
+    started: str | None
+    finished: str | None
+    duration_s: float
+    settings: dict[str, Any]
+    """The settings (``Settings.public_dict()``), redacted."""
+    invocation: list[str]
+    git: dict[str, Any] | None
+    environment: dict[str, Any] | None
+    attempt: int
+    shard: list[int] | None
+    artifacts: list[str]
+    merged_from: list[MergedFrom] | None = None
+    """A merged run dir's shards."""
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=False, exclude=_absent(self))
+
+
+def _absent(manifest: RunManifest) -> set[str]:
+    return {"merged_from"} if manifest.merged_from is None else set()

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
-from pytest_llmeval.limits import RATE_FORM, parse_rate_limit
+from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
 from pytest_llmeval.repeats import parse_rule
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.providers import Provider, parse_providers

@@ -27,8 +27,11 @@ The package, one job a module:
 Time spent waiting here counts toward ``--llmeval-timeout`` of the case that waits, so keep
 ``--llmeval-concurrency`` times the workers within what the limits serve in that time.
 
-Runners built by the plugin get the session's limiter from :func:`current`; a runner registered
-by a conftest can call it too.
+There is no global limiter: each process of a session holds its :class:`SessionLimits`, and
+the plugin hands its :attr:`~SessionLimits.limiter` to the runners it builds through their
+:class:`~pytest_llmeval.runners.registry.RunnerRegistry` (``RunnerRegistry(limiter=...)``). A
+runner registered by a conftest can send through it too: its factory can close over
+``registry.limiter``.
 """
 
 from __future__ import annotations
@@ -58,13 +61,7 @@ from pytest_llmeval.limits.rates import (
     usage_tokens,
 )
 from pytest_llmeval.limits.server import LimitServer
-from pytest_llmeval.limits.session import (
-    SessionLimits,
-    current,
-    install,
-    installed,
-    uninstall,
-)
+from pytest_llmeval.limits.session import SessionLimits
 
 __all__ = [
     "DECREASE",
@@ -84,11 +81,7 @@ __all__ = [
     "SessionLimits",
     "Slot",
     "Ticket",
-    "current",
     "estimate_tokens",
-    "install",
-    "installed",
     "parse_rate_limit",
-    "uninstall",
     "usage_tokens",
 ]

@@ -9,13 +9,10 @@ to share and no limiter at all (:data:`~pytest_llmeval.limits.client.NULL_LIMITE
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from pytest_llmeval.limits.client import (
     NULL_LIMITER,
-    Limiter,
     LocalLimiter,
     NullLimiter,
     RemoteLimiter,
@@ -24,7 +21,7 @@ from pytest_llmeval.limits.core import LimiterCore
 from pytest_llmeval.limits.rates import parse_rate_limit
 from pytest_llmeval.limits.server import LimitServer
 
-__all__ = ["SessionLimits", "current", "install", "installed", "uninstall"]
+__all__ = ["SessionLimits"]
 
 ADDRESS_KEY = "llmeval_limits_address"
 TOKEN_KEY = "llmeval_limits_token"
@@ -37,7 +34,9 @@ class SessionLimits:
     serves the limits (``workerinput`` has the address) it is a :class:`RemoteLimiter`;
     otherwise a :class:`LocalLimiter` over this process's own core, which
     :meth:`hand_to_worker` starts serving the first time an xdist worker is configured.
-    The limiter is installed as :func:`current` until :meth:`close`.
+    The plugin hands :attr:`limiter` to the runners it builds (through their
+    :class:`~pytest_llmeval.runners.registry.RunnerRegistry`); nothing global refers to it, so
+    two sessions in one process (pytester's in-process runs) keep their limits apart.
     """
 
     def __init__(
@@ -61,7 +60,6 @@ class SessionLimits:
         else:
             self.core = LimiterCore(max_connections, rate)
             self.limiter = LocalLimiter(self.core)
-        install(self.limiter)
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Serve this process's limits (once) and tell an xdist worker where."""
@@ -96,41 +94,8 @@ class SessionLimits:
         return line
 
     def close(self) -> None:
-        """Stop serving, close the connection to the controller, uninstall the limiter."""
-        uninstall(self.limiter)
+        """Stop serving and close the connection to the controller."""
         if self._server is not None:
             self._server.stop()
             self._server = None
         self.limiter.close()
-
-
-_installed: list[Limiter] = []
-
-
-def current() -> Limiter:
-    """The limiter of the running session (:data:`NULL_LIMITER` outside one, or without
-    limits); what the runners the plugin builds send through."""
-    return _installed[-1] if _installed else NULL_LIMITER
-
-
-def install(limiter: Limiter) -> None:
-    """Make ``limiter`` :func:`current` (a session nested in another one stacks)."""
-    _installed.append(limiter)
-
-
-def uninstall(limiter: Limiter) -> None:
-    """Undo :func:`install` of ``limiter``."""
-    for index in range(len(_installed) - 1, -1, -1):
-        if _installed[index] is limiter:
-            del _installed[index]
-            return
-
-
-@contextlib.contextmanager
-def installed(limiter: Limiter) -> Iterator[Limiter]:
-    """``limiter`` is :func:`current` inside the block."""
-    install(limiter)
-    try:
-        yield limiter
-    finally:
-        uninstall(limiter)

@@ -43,6 +43,7 @@ def _http_agent(settings: Settings, limiter: Limiter) -> Any:
         timeout_s=settings.timeout,
         limiter=limiter,
         transport=settings.http_transport,
+        deterministic=settings.deterministic,
     )
 
 

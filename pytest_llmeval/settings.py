@@ -376,7 +376,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "deterministic",
-        "yes: the openai runner never retries; a 429, 5xx, timeout or dropped connection is "
+        "yes: the HTTP runners never retry; a 429, 5xx, timeout or dropped connection is "
         "an error at once (retried hosted calls may not answer the same).",
         default="no",
         type="choice",

@@ -37,6 +37,7 @@ INCREASE = 0.05
 """What each successful answer adds to the factor (20 successes from nothing back to full)."""
 MIN_FACTOR = 1 / 64
 """The factor never goes below this."""
+
 Clock = Callable[[], float]
 
 

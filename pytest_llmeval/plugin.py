@@ -126,7 +126,7 @@ def llmeval_runner(
 ) -> Iterator[Any]:
     """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
     state = pytestconfig.stash[state_key]
-    registry = RunnerRegistry()
+    registry = RunnerRegistry(limiter=state.limits.limiter)
     pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
     try:
         runner = registry.create(llmeval_settings, redact=state.redactor.value)

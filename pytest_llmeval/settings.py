@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
-from pytest_llmeval.limits import RATE_FORM, parse_rate_limit
+from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
 from pytest_llmeval.repeats import parse_rule
 from pytest_llmeval.report.redact import public_url
 from pytest_llmeval.runners.providers import Provider, parse_providers
@@ -376,7 +376,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "deterministic",
-        "yes: the openai runner never retries; a 429, 5xx, timeout or dropped connection is "
+        "yes: the HTTP runners never retry; a 429, 5xx, timeout or dropped connection is "
         "an error at once (retried hosted calls may not answer the same).",
         default="no",
         type="choice",

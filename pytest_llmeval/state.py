@@ -66,7 +66,7 @@ class LLMEvalState:
         """Runs per case set by a manifest, by data file (display path)."""
         self.dispatcher.repeats_for = self.repeats_for
         self.dispatcher.make_embedder = self.make_embedder
-        # the session-wide backend limits; installed as limits.current() for runner factories
+        # the session-wide backend limits; their limiter is handed to every RunnerRegistry
         self.limits = SessionLimits(settings.max_connections, settings.rate_limit, workerinput)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
@@ -140,7 +140,7 @@ class LLMEvalState:
         from pytest_llmeval.judging import Judge
         from pytest_llmeval.runners.registry import RunnerRegistry
 
-        registry = RunnerRegistry()
+        registry = RunnerRegistry(limiter=self.limits.limiter)
         self.config.hook.pytest_llmeval_register_runners(registry=registry)
         try:
             runner = registry.create(judge_settings(self.settings), redact=self.redactor.value)

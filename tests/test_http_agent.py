@@ -141,6 +141,26 @@ def test_retries_exhausted(srv: ScriptedServer) -> None:
 
 
 @pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (Reply(status=429, headers={"Retry-After": "0"}), "http"),
+        (Reply(status=503, body="overloaded"), "http"),
+        (Reply(drop=True), "connection"),
+        (Reply(json={"response": "late"}, delay_s=5.0), "timeout"),
+    ],
+    ids=["429", "503", "dropped", "timeout"],
+)
+def test_deterministic_mode_turns_the_first_fault_into_an_error(
+    srv: ScriptedServer, reply: Reply, kind: str
+) -> None:
+    srv.route("POST", "/chat", reply)
+    err = send_error(srv.url_for("/chat"), max_retries=3, timeout_s=0.2, deterministic=True)
+    assert (err.kind, err.retryable) == (kind, True)
+    assert "not retried: deterministic mode" in str(err)
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
     ("status", "kind"), [(404, "http"), (400, "http"), (401, "auth"), (403, "auth")]
 )
 def test_client_errors_are_not_retried(srv: ScriptedServer, status: int, kind: str) -> None:

@@ -80,3 +80,23 @@ def test_server_faults_are_errors_after_bounded_retries(
     assert "hunter2" not in text
     row = read_jsonl(pytester.path / "run/errors.jsonl")[0]
     assert "503" in row["error"]
+
+
+def test_deterministic_mode_is_honoured(
+    pytester: pytest.Pytester, agent_server: ScriptedServer
+) -> None:
+    """``--llmeval-deterministic yes``: the first 429 is the case's error, never retried."""
+    write_json(
+        pytester,
+        "agent.golden.json",
+        [{"id": "a", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}}],
+    )
+    agent_server.script("/chat", [Reply(status=429, headers={"Retry-After": "0"})])
+    result = pytester.runpytest_subprocess(
+        "--llmeval-runner", "http-agent", "--llmeval-agent-url", agent_server.url_for("/chat"),
+        "--llmeval-deterministic", "yes", "--llmeval-run-dir", "run", "-q",
+    )  # fmt: skip
+    result.assert_outcomes(errors=1)
+    assert len(agent_server.requests_to("/chat")) == 1
+    row = read_jsonl(pytester.path / "run/errors.jsonl")[0]
+    assert "not retried: deterministic mode" in row["error"]

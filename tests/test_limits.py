@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval import limits
 from pytest_llmeval.limits import (
     MIN_FACTOR,
     NULL_LIMITER,
@@ -270,7 +269,7 @@ class Gauge:
 
 def test_null_limiter_is_the_default() -> None:
     assert JsonHttp("x").limiter is NULL_LIMITER
-    assert limits.current() is NULL_LIMITER  # this test session sets no limits
+    assert RunnerRegistry().limiter is NULL_LIMITER
 
     async def main() -> None:
         async with NULL_LIMITER.slot(10) as slot:
@@ -377,22 +376,19 @@ def test_losing_the_coordinator_is_a_connection_error() -> None:
 def test_session_limits_serve_workers_and_summarise() -> None:
     controller = SessionLimits(2, "100/s", None)
     try:
-        assert limits.current() is controller.limiter
+        assert isinstance(controller.limiter, LocalLimiter)
         workerinput: dict[str, Any] = {}
         controller.hand_to_worker(workerinput)
         worker = SessionLimits(2, "100/s", workerinput)
         assert isinstance(worker.limiter, RemoteLimiter)
-        assert limits.current() is worker.limiter
         asyncio.run(hammer(worker.limiter, 4, 0.0, Gauge()))
         worker.close()
-        assert limits.current() is controller.limiter
         assert controller.summary() == (
             "llmeval limits (2 connections, 100/s): 4 requests, at most 2 in flight; "
             "2 waited for a connection, 0 for the rate"
         )
     finally:
         controller.close()
-    assert limits.current() is NULL_LIMITER
     off = SessionLimits(None, None, None)
     assert off.limiter is NULL_LIMITER and off.summary() is None
     off.close()
@@ -507,24 +503,79 @@ def test_http_agent_goes_through_the_limiter() -> None:
     assert c.stats.requests == 4
 
 
-@pytest.mark.parametrize("runner", ["openai", "http-agent"])
-def test_registry_hands_the_session_limiter_to_runners(runner: str, tmp_path: Any) -> None:
-    settings = Settings(
+def http_settings(tmp_path: Any, runner: str, agent_url: str = "http://127.0.0.1:9/chat") -> Any:
+    return Settings(
         rootdir=tmp_path,
         runner=runner,
         model="m",
         base_url="http://127.0.0.1:9/v1",
-        agent_url="http://127.0.0.1:9/chat",
+        agent_url=agent_url,
         cassettes=tmp_path / "c",
         fixtures=tmp_path / "f",
         seed_manifest=tmp_path / "s.json",
         output_root=tmp_path / "runs",
     )
+
+
+@pytest.mark.parametrize("runner", ["openai", "http-agent"])
+def test_registry_hands_the_session_limiter_to_runners(runner: str, tmp_path: Any) -> None:
+    settings = http_settings(tmp_path, runner)
     limiter = LocalLimiter(LimiterCore(1))
-    with limits.installed(limiter):
-        built = RunnerRegistry().create(settings)
-    assert built._http.limiter is limiter
+    assert RunnerRegistry(limiter=limiter).create(settings)._http.limiter is limiter
     assert RunnerRegistry().create(settings)._http.limiter is NULL_LIMITER
+
+
+def test_two_sessions_limits_do_not_interfere(tmp_path: Any) -> None:
+    """No global limiter: each registry's runners hold its own, closing one session leaves
+    the other alone, and each core counts only its own runners' requests."""
+    first, second = SessionLimits(1, None, None), SessionLimits(2, None, None)
+    with ScriptedServer() as srv:
+        srv.route("POST", "/chat", example_agent_handler)
+        settings = http_settings(tmp_path, "http-agent", srv.url_for("/chat"))
+        one = RunnerRegistry(limiter=first.limiter).create(settings)
+        two = RunnerRegistry(limiter=second.limiter).create(settings)
+        assert one._http.limiter is first.limiter and two._http.limiter is second.limiter
+        first.close()
+        assert RunnerRegistry().create(settings)._http.limiter is NULL_LIMITER
+
+        async def main() -> None:
+            try:
+                await asyncio.gather(*(two.send("hi") for _ in range(3)), one.send("hi"))
+            finally:
+                await one.aclose()
+                await two.aclose()
+
+        asyncio.run(main())
+    second.close()
+    assert first.core is not None and second.core is not None
+    assert (first.core.stats.requests, second.core.stats.requests) == (1, 3)
+    assert (first.core.in_flight, second.core.in_flight) == (0, 0)
+
+
+def test_a_conftest_runner_can_send_through_the_session_limits(pytester: pytest.Pytester) -> None:
+    """A user's factory keeps ``factory(settings)`` and reaches the limits as
+    ``registry.limiter``; this outer test session has none, the inner one has its own."""
+    pytester.makeconftest(
+        """
+        from pytest_llmeval.limits import LocalLimiter
+        from pytest_llmeval.runners.echo import EchoRunner
+
+        def pytest_llmeval_register_runners(registry):
+            def factory(settings):
+                limiter = registry.limiter
+                assert isinstance(limiter, LocalLimiter), limiter
+                assert limiter.core.max_connections == 3
+                return EchoRunner()
+
+            registry.register("probe", factory)
+        """
+    )
+    write_json(pytester, "qa.golden.json", [{"id": "c", "input": "ok", "expected_output": "ok"}])
+    result = pytester.runpytest(
+        "--llmeval-runner", "probe", "--llmeval-max-connections", "3",
+        "--llmeval-run-dir", "run", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
 
 
 # -- through pytest -------------------------------------------------------------------------

@@ -15,8 +15,10 @@ Faults become :class:`~pytest_llmeval.errors.RunnerError` as the table in
 ``protocol`` (not retried).
 
 Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the numeric
-``Retry-After`` of a 429/5xx answer; either is capped at ``max_backoff_s``. Error messages name
-the URL without its user-info and query string, and never contain a header value.
+``Retry-After`` of a 429/5xx answer; either is capped at ``max_backoff_s``. With
+``deterministic=True`` (``--llmeval-deterministic yes``) nothing is retried: the first 429,
+5xx, timeout or dropped connection is an error. Error messages name the URL without its
+user-info and query string, and never contain a header value.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class HttpAgentRunner(AsyncClosing):
         limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
         transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
             ``None``: the default, aiohttp.
+        deterministic: Never retry: the first 429/5xx/timeout/dropped connection is an error.
 
     One pooled keep-alive ``httpx.AsyncClient`` is created on the first :meth:`send`, in the
     running event loop, and shared by concurrent sends (see
@@ -70,6 +73,7 @@ class HttpAgentRunner(AsyncClosing):
         headers: dict[str, str] | None = None,
         limiter: Limiter | None = None,
         transport: str | None = None,
+        deterministic: bool = False,
     ) -> None:
         check_http_url(url, self.name)
         self.url = url
@@ -80,6 +84,7 @@ class HttpAgentRunner(AsyncClosing):
             max_retries=max_retries,
             backoff_s=backoff_s,
             max_backoff_s=max_backoff_s,
+            deterministic=deterministic,
             headers=self.headers,
             secrets=secrets_of(url, self.headers),
             limiter=limiter,
@@ -89,6 +94,7 @@ class HttpAgentRunner(AsyncClosing):
         self.max_retries = self._http.max_retries
         self.backoff_s = self._http.backoff_s
         self.max_backoff_s = self._http.max_backoff_s
+        self.deterministic = deterministic
         self._public_url = public_url(url)
 
     def fingerprint(self) -> dict[str, Any]:

@@ -2,6 +2,10 @@
 
 A factory takes the :class:`Settings` and returns a :class:`Runner` or an
 :class:`AgentEndpoint`. Imports are lazy so that an unused runner costs nothing.
+
+The registry carries the session's limiter (:mod:`pytest_llmeval.limits`) and hands it to the
+built-in HTTP runners; a factory registered from outside keeps the one-argument form and can
+close over ``registry.limiter`` to send through the same limits.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.limits import current as session_limiter
+from pytest_llmeval.limits import NULL_LIMITER, Limiter
 from pytest_llmeval.settings import Settings
 
 RunnerFactory = Callable[[Settings], Any]
@@ -30,22 +34,23 @@ def _echo(settings: Settings) -> Any:
     return EchoRunner()
 
 
-def _http_agent(settings: Settings) -> Any:
+def _http_agent(settings: Settings, limiter: Limiter) -> Any:
     from pytest_llmeval.runners.http_agent import HttpAgentRunner
 
     assert settings.agent_url is not None
     return HttpAgentRunner(
         settings.agent_url,
         timeout_s=settings.timeout,
-        limiter=session_limiter(),
+        limiter=limiter,
         transport=settings.http_transport,
+        deterministic=settings.deterministic,
     )
 
 
-def _openai(settings: Settings) -> Any:
+def _openai(settings: Settings, limiter: Limiter) -> Any:
     from pytest_llmeval.runners.openai_http import OpenAIRunner
 
-    return OpenAIRunner.from_settings(settings, limiter=session_limiter())
+    return OpenAIRunner.from_settings(settings, limiter=limiter)
 
 
 def _hf(settings: Settings) -> Any:
@@ -72,14 +77,20 @@ def _hf(settings: Settings) -> Any:
 
 
 class RunnerRegistry:
-    """Factories by runner name."""
+    """Factories by runner name.
 
-    def __init__(self) -> None:
+    Args:
+        limiter: The session's limits, given to the ``openai`` and ``http-agent`` runners it
+            builds (default: no limits).
+    """
+
+    def __init__(self, limiter: Limiter | None = None) -> None:
+        self.limiter: Limiter = limiter or NULL_LIMITER
         self._factories: dict[str, RunnerFactory] = {
             "replay": _replay,
             "echo": _echo,
-            "http-agent": _http_agent,
-            "openai": _openai,
+            "http-agent": self._limited(_http_agent),
+            "openai": self._limited(_openai),
             "hf": _hf,
         }
         for ep in entry_points(group="pytest_llmeval.runners"):
@@ -88,6 +99,14 @@ class RunnerRegistry:
     def register(self, name: str, factory: RunnerFactory) -> None:
         """Add or replace a runner (a conftest's ``pytest_llmeval_register_runners``)."""
         self._factories[name] = factory
+
+    def _limited(self, factory: Callable[[Settings, Limiter], Any]) -> RunnerFactory:
+        """``factory`` as a one-argument factory that gets this registry's limiter."""
+
+        def build(settings: Settings) -> Any:
+            return factory(settings, self.limiter)
+
+        return build
 
     def names(self) -> list[str]:
         return sorted(self._factories)

@@ -48,7 +48,7 @@ from pytest_llmeval.rundir.comparison import (
     MetricDelta,
 )
 from pytest_llmeval.rundir.files import read_json, write_json
-from pytest_llmeval.rundir.read import read_report
+from pytest_llmeval.rundir.read import check_version
 
 BASELINE_VERSION = 1
 """The ``baseline_version`` this module writes and reads."""
@@ -167,7 +167,7 @@ def load_baseline(path: Path | str) -> Baseline:
     return Baseline(
         source=str(path),
         run_id=run_id if isinstance(run_id, str) else None,
-        report=report.dump(),
+        report=report,
         results=sorted(cases, key=lambda c: c.nodeid),
     )
 
@@ -205,11 +205,13 @@ def _load_run_dir(path: Path) -> Baseline:
                 f"baseline {path}: no {needed.name}; expected a run dir (with report.json and "
                 f"results.jsonl) or a baseline file written by {UPDATE_FLAG}"
             )
-    try:  # through the run-dir reader: a report of another version is refused clearly
-        report = read_report(report_path)
+    report = _read_json(report_path)
+    if not isinstance(report, dict):
+        raise BaselineError(f"baseline {report_path}: expected a JSON object")
+    try:  # a report of another major version is refused clearly, not misread
+        check_version(report, report_path)
     except RunDirError as exc:
         raise BaselineError(f"baseline {exc}") from None
-    assert report is not None
     cases = []
     try:
         text = results_path.read_text(encoding="utf-8")
@@ -232,7 +234,7 @@ def _load_run_dir(path: Path) -> Baseline:
     return Baseline(
         source=str(path),
         run_id=run_id,
-        report=report.dump(),
+        report=report,
         results=sorted(cases, key=lambda c: c.nodeid),
     )
 

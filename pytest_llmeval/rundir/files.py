@@ -93,4 +93,4 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise RunDirError(f"{path}: not valid JSON: {exc}") from None
+        raise RunDirError(f"{path}: not JSON: {exc}") from None

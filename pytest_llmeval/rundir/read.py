@@ -92,17 +92,22 @@ def read_report(path: Path) -> Report | None:
         return None
     if not isinstance(value, dict):
         raise RunDirError(f"{path}: expected a JSON object")
-    version = value.get("report_version")
+    check_version(value, path)
+    try:
+        return Report.model_validate(value)
+    except ValidationError as exc:
+        raise RunDirError(f"{path}: {_first_error(exc)}") from None
+
+
+def check_version(body: dict[str, Any], path: Path) -> None:
+    """Refuse a report of another major ``report_version`` (one without it is read as ours)."""
+    version = body.get("report_version", REPORT_VERSION)
     if not isinstance(version, str) or version.split(".")[0] != REPORT_VERSION.split(".")[0]:
         raise RunDirVersionError(
             f"{path}: report_version {version!r} cannot be read by this plugin (it reads "
             f"{REPORT_VERSION.split('.')[0]}.x); rebuild the run dir with the plugin version "
             "that wrote it, or run it again"
         )
-    try:
-        return Report.model_validate(value)
-    except ValidationError as exc:
-        raise RunDirError(f"{path}: {_first_error(exc)}") from None
 
 
 def read_results_file(path: Path) -> list[CaseResult]:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from pytest_llmeval.models import CaseResult, Outcome, ToolCallRecord, Usage
-from pytest_llmeval.report.aggregate import build_report
+from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import DATA_ELEMENT_ID, MAX_CHARS, latency_buckets, render_html
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -92,7 +92,7 @@ def make_results(n: int, seed: int = 0) -> list[CaseResult]:
 
 
 def make_report(results: list[CaseResult], **extra: Any) -> dict[str, Any]:
-    report = build_report(results, SuiteRegistry(), {}, {}, {})
+    report = build_report(results, SuiteRegistry(), {}, {}, {}).dump()
     report.update(extra)
     return report
 

@@ -16,14 +16,22 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import pytest
 import yaml
 
+from pytest_llmeval.compat import (
+    fixture_info,
+    item_request,
+    resolved_fixture_defs,
+    reuse_fixture_defs,
+    skip_at_item,
+)
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
 from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from pytest import ExceptionInfo
 
+    from pytest_llmeval.compat import TerminalRepr
     from pytest_llmeval.state import LLMEvalState
 
 _MARKER_CHARS = re.compile(r"\W+")
@@ -76,7 +84,7 @@ class EvalFile(pytest.File):
         for loaded in suite.load(source, self.state.context):
             # one fixture closure for the whole file (the first item's), as pytest shares one
             # among a parametrized test's items: all items here call the same stand-in
-            fixtureinfo = next(iter(items.values()))._fixtureinfo if items else None
+            fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
             if isinstance(loaded, CaseFileError):
                 name = _error_name(loaded)
                 while name in items:
@@ -350,8 +358,8 @@ class EvalItem(pytest.Function):
             return False
         self.funcargs.update(known.values)
         if "request" in self.fixturenames:
-            self.funcargs["request"] = self._request
-        self._request._fixture_defs.update(known.defs)
+            self.funcargs["request"] = item_request(self)
+        reuse_fixture_defs(self, known.defs)
         return True
 
     def runtest(self) -> None:
@@ -395,8 +403,9 @@ class EvalItem(pytest.Function):
     def _repr_failure_py(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> TerminalRepr:
-        # pytest renders setup errors through this method, not repr_failure; a plain string
-        # is a valid longrepr (reports print str() of anything without toterminal)
+        # pytest renders setup errors through this private method, not repr_failure (see
+        # compat.py); a plain string is a valid longrepr (reports print str() of anything
+        # without toterminal)
         short = self._short_repr(excinfo.value)
         if short is not None:
             return cast("TerminalRepr", short)
@@ -432,7 +441,7 @@ class _FixtureValues:
     @classmethod
     def of(cls, item: EvalItem) -> _FixtureValues | None:
         """What ``item`` just resolved, or ``None`` unless every fixture is reusable."""
-        defs = dict(item._request._fixture_defs)
+        defs = resolved_fixture_defs(item)
         if set(item.fixturenames) - {"request"} != set(defs):
             return None
         for d in defs.values():
@@ -440,17 +449,17 @@ class _FixtureValues:
             if d.scope != "session" or d.params is not None or result is None or result[2]:
                 return None
         values = {name: item.funcargs[name] for name in defs}
-        return cls(item._fixtureinfo, defs, values)
+        return cls(fixture_info(item), defs, values)
 
     def still_valid(self, item: EvalItem) -> bool:
-        return item._fixtureinfo is self.fixtureinfo and all(
+        return fixture_info(item) is self.fixtureinfo and all(
             d.cached_result is result for d, result in self.results
         )
 
 
 def _skip(reason: str) -> NoReturn:
     """Skip, reporting the case's file and line rather than this module's."""
-    raise pytest.skip.Exception(reason, _use_item_location=True)
+    skip_at_item(reason)
 
 
 def _details(transcript: Transcript, response: str) -> str:

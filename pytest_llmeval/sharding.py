@@ -34,12 +34,13 @@ Plugin wiring (hooks stay in ``plugin.py``)::
 from __future__ import annotations
 
 import hashlib
-import importlib
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import pytest
+
+from pytest_llmeval.compat import xdist_collection_diff, xdist_worker_count
 
 __all__ = [
     "HASH_SCHEDULING_DEST",
@@ -316,7 +317,7 @@ class HashScheduling:
 
     def __init__(self, config: Any, log: Any = None) -> None:
         self.config = config
-        self.numnodes = len(_xdist("workermanage").parse_tx_spec_config(config))
+        self.numnodes = xdist_worker_count(config)
         self.shard_count = _shard_count(config)
         self.node2collection: dict[_Node, list[str]] = {}
         self.node2pending: dict[_Node, list[int]] = {}
@@ -490,13 +491,7 @@ class HashScheduling:
 def _collection_diff(
     first: Sequence[str], other: Sequence[str], first_id: str, other_id: str
 ) -> str | None:
-    msg: str | None = _xdist("report").report_collection_diff(first, other, first_id, other_id)
-    return msg
-
-
-def _xdist(module: str) -> Any:
-    """``xdist.<module>``, imported on first use: xdist is optional and ships no type hints."""
-    return importlib.import_module(f"xdist.{module}")
+    return xdist_collection_diff(list(first), list(other), first_id, other_id)
 
 
 def _quiet(*args: object, **kwargs: object) -> None:

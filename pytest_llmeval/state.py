@@ -15,6 +15,7 @@ import pytest
 
 from pytest_llmeval import sharding
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.compat import fixture_closure
 from pytest_llmeval.dispatch import Dispatcher, Job
 from pytest_llmeval.errors import ConfigError, EvalFailure
 from pytest_llmeval.limits import SessionLimits
@@ -301,7 +302,7 @@ def runner_id(fp: dict[str, Any]) -> str:
 
 
 def _fixture_defs(item: EvalItem) -> tuple[Any, ...]:
-    names = item._fixtureinfo.name2fixturedefs
+    names = fixture_closure(item)
     defs = []
     for name in ("llmeval_agent", "llmeval_broker"):
         chain = names.get(name) or ()

@@ -1,0 +1,84 @@
+"""Every use of pytest's (and pytest-xdist's) private API, in one place.
+
+Checked against pytest 9.0.3 and pytest-xdist 3.8 (the versions this project's CI installs);
+``pyproject.toml`` allows pytest>=8.0, whose 8.x releases have the same attributes. When a new
+pytest moves one of these, this module is the only one to change.
+
+* ``Item._fixtureinfo``: the fixture closure pytest computed for an item (``FuncFixtureInfo``).
+  Items of one file share it; run-ahead compares the last fixture definitions of
+  ``llmeval_agent`` / ``llmeval_broker`` through it.
+* ``Item._request._fixture_defs``: the fixture definitions a resolved item used. Copying them
+  (with ``funcargs``) lets the next item of a file skip pytest's resolution when it would hand
+  back the same cached session values.
+* ``pytest.skip.Exception(..., _use_item_location=True)``: a skip reported at the case's file
+  and line instead of this package's.
+* ``_pytest._code.code.TerminalRepr``: the type ``repr_failure`` returns (typing only).
+  ``EvalItem`` also overrides ``_repr_failure_py``, which pytest calls for setup errors
+  (``collect.py`` says so where it does).
+* ``xdist.workermanage.parse_tx_spec_config`` and ``xdist.report.report_collection_diff``: the
+  worker count and xdist's own message for workers that collected different items.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr as TerminalRepr
+
+__all__ = [
+    "TerminalRepr",
+    "fixture_closure",
+    "fixture_info",
+    "resolved_fixture_defs",
+    "reuse_fixture_defs",
+    "skip_at_item",
+    "xdist_collection_diff",
+    "xdist_worker_count",
+]
+
+
+def fixture_info(item: pytest.Item) -> Any:
+    """The item's ``FuncFixtureInfo`` (shared by the items of one file)."""
+    return item._fixtureinfo  # type: ignore[attr-defined]
+
+
+def fixture_closure(item: pytest.Item) -> dict[str, Any]:
+    """Fixture name -> its chain of ``FixtureDef`` s (the last one wins)."""
+    return fixture_info(item).name2fixturedefs  # type: ignore[no-any-return]
+
+
+def resolved_fixture_defs(item: pytest.Item) -> dict[str, Any]:
+    """The ``FixtureDef`` s a resolved item used, by fixture name."""
+    return dict(item._request._fixture_defs)  # type: ignore[attr-defined]
+
+
+def reuse_fixture_defs(item: pytest.Item, defs: dict[str, Any]) -> None:
+    """Record ``defs`` as the item's resolved fixtures (with its ``funcargs`` filled in)."""
+    item._request._fixture_defs.update(defs)  # type: ignore[attr-defined]
+
+
+def item_request(item: pytest.Item) -> Any:
+    """The item's ``FixtureRequest`` (what a test asking for ``request`` gets)."""
+    return item._request  # type: ignore[attr-defined]
+
+
+def skip_at_item(reason: str) -> NoReturn:
+    """Skip, reporting the case's file and line rather than this package's."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def xdist_worker_count(config: pytest.Config) -> int:
+    """How many workers ``-n``/``--tx`` start."""
+    return len(importlib.import_module("xdist.workermanage").parse_tx_spec_config(config))
+
+
+def xdist_collection_diff(
+    first: list[str], other: list[str], first_id: str, other_id: str
+) -> str | None:
+    """xdist's message for two workers that collected different items (``None`` if equal)."""
+    report = importlib.import_module("xdist.report")
+    return report.report_collection_diff(first, other, first_id, other_id)  # type: ignore[no-any-return]

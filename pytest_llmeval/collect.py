@@ -167,7 +167,7 @@ class EvalFile(pytest.File):
                     f"expected a whole number >= 1, got {repeats!r}",
                     field="repeats",
                 )
-            self.state.file_repeats[display_path(data, rootdir)] = repeats
+            self.state.runahead.file_repeats[display_path(data, rootdir)] = repeats
         misses = options.get("misses", "fail")
         if misses not in MISSES:
             raise CaseFileError(
@@ -338,7 +338,7 @@ class EvalItem(pytest.Function):
         if not self._reuse_fixture_values():
             super().setup()
             self.eval_file.fixture_values = _FixtureValues.of(self)
-        self.transcript = self.state.transcript_for(self)
+        self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
             raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
 
@@ -374,14 +374,14 @@ class EvalItem(pytest.Function):
             )
         else:
             score = suite.score(self.case, self.transcript, self.state.context)
-        self.result = self.state.make_result(self, score)
+        self.result = self.state.results.from_score(self, score)
         if score.skipped:
             _skip(score.skipped)
         if not score.passed:
             message = score.failure or "the case did not pass"
             if self.eval_file.misses == "xfail":
                 pytest.xfail(f"{self.case.file}:{self.line}: {message}")
-            shown = self.state.shown_response(self.case.suite, self.transcript.response)
+            shown = self.state.results.shown_response(self.case.suite, self.transcript.response)
             raise EvalFailure(message, _details(self.transcript, shown))
 
     def reportinfo(self) -> tuple[Path, int, str]:

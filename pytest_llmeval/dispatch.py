@@ -230,6 +230,11 @@ class Dispatcher:
                     raise RunnerError(f"semantic_similarity: {exc}", kind="agent") from None
         return self._embedder
 
+    @property
+    def has_embedder(self) -> bool:
+        """Whether an embedder was built (and needs closing)."""
+        return self._embedder is not None
+
     async def close_embedder(self) -> None:
         embedder, self._embedder = self._embedder, None
         if embedder is not None:

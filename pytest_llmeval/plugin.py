@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
-        state.stop_judge()
+        state.services.stop()
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
@@ -106,9 +106,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
-    state.plan(session.items)
+    state.runahead.plan(session.items)
     if any(isinstance(item, EvalItem) for item in session.items):
-        state.start_judge()
+        state.services.start_judge()
 
 
 # -- fixtures ------------------------------------------------------------------------------
@@ -173,27 +173,5 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if isinstance(item, EvalItem):
-        _attach(item, call, report)
+        item.state.results.attach(item, call, report)
     return report
-
-
-def _attach(item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
-    state = item.config.stash[state_key]
-    result = state.result_for_report(item, report, call.excinfo)
-    if result is None:
-        return
-    agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
-    fp = None
-    # redacted here, once: the journal, the other processes and the reports see no secret
-    data = state.redactor.value(result.model_dump(mode="json"))
-    if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
-        fp, data["runner_fingerprint"] = state.fingerprint_of(agent)
-        report.llmeval_runner = fp  # type: ignore[attr-defined]
-    report.llmeval = data  # type: ignore[attr-defined]
-    state.journal.append(data, fp)
-    # junit writes the properties of the teardown report, which copies the item's
-    item.user_properties.append(("llmeval.outcome", result.outcome))
-    for name, value in sorted(result.scores.items()):
-        item.user_properties.append((f"llmeval.score.{name}", value))
-    if isinstance(report.longrepr, str):
-        report.longrepr = state.redactor.text(report.longrepr)

@@ -3,6 +3,9 @@ at 10,000 cases (checked in headless Chromium when it is installed)."""
 
 from __future__ import annotations
 
+import base64
+import fnmatch
+import hashlib
 import html
 import json
 import random
@@ -276,6 +279,36 @@ def test_latency_buckets() -> None:
     assert buckets[0] == (0.0, 50.0, 49) and buckets[-1] == (1000.0, 50_000.0, 2)
     widths = {round(high - low, 6) for low, high, _ in buckets[:-1]}
     assert widths == {50.0} and len(buckets) <= 22
+
+
+def test_the_csp_allows_exactly_the_inlined_script(
+    small: tuple[dict[str, Any], list[CaseResult]],
+) -> None:
+    report, results = small
+    page = render_html(report, results)
+    (script,) = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    csp = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
+    assert csp == [
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+        "base-uri 'none'; form-action 'none'"
+    ]
+    assert "function caseRow" in script and len(script) > 5000  # the page's whole script
+
+
+def test_the_templates_are_package_data() -> None:
+    """Every file under report/html/templates/ is matched by pyproject's package-data, so a
+    wheel ships it."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["pytest_llmeval"]
+    package = root / "pytest_llmeval"
+    files = sorted((package / "report" / "html" / "templates").iterdir())
+    assert {f.name for f in files} >= {"report.html.j2", "report.css", "report.js"}
+    for file in files:
+        name = file.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(name, glob) for glob in globs), name
 
 
 # -- browser -----------------------------------------------------------------------------------

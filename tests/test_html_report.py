@@ -3,6 +3,9 @@ at 10,000 cases (checked in headless Chromium when it is installed)."""
 
 from __future__ import annotations
 
+import base64
+import fnmatch
+import hashlib
 import html
 import json
 import random
@@ -17,6 +20,12 @@ import pytest
 
 from pytest_llmeval.models import CaseResult, Outcome, ToolCallRecord, Usage
 from pytest_llmeval.report.build import build_report
+from pytest_llmeval.report.gates import (
+    evaluate_gates,
+    gates_section,
+    parse_gate,
+    suite_gate_results,
+)
 from pytest_llmeval.report.html import DATA_ELEMENT_ID, MAX_CHARS, latency_buckets, render_html
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -276,6 +285,96 @@ def test_latency_buckets() -> None:
     assert buckets[0] == (0.0, 50.0, 49) and buckets[-1] == (1000.0, 50_000.0, 2)
     widths = {round(high - low, 6) for low, high, _ in buckets[:-1]}
     assert widths == {50.0} and len(buckets) <= 22
+
+
+def test_the_csp_allows_exactly_the_inlined_script(
+    small: tuple[dict[str, Any], list[CaseResult]],
+) -> None:
+    report, results = small
+    page = render_html(report, results)
+    (script,) = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    csp = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
+    assert csp == [
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+        "base-uri 'none'; form-action 'none'"
+    ]
+    assert "function caseRow" in script and len(script) > 5000  # the page's whole script
+
+
+def test_the_templates_are_package_data() -> None:
+    """Every file under report/html/templates/ is matched by pyproject's package-data, so a
+    wheel ships it."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["pytest_llmeval"]
+    package = root / "pytest_llmeval"
+    files = sorted((package / "report" / "html" / "templates").iterdir())
+    assert {f.name for f in files} >= {"report.html.j2", "report.css", "report.js"}
+    for file in files:
+        name = file.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(name, glob) for glob in globs), name
+
+
+def gated_report(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with a session's gates section as ``report.json`` holds it: a command-line
+    gate that passes and one that fails, one on a suite that did not run, and the integration
+    suite's own gates (one of them inconclusive)."""
+    report = json.loads(json.dumps(report))
+    report["suites"]["golden"]["pass_rate"] = 0.75
+    report["suites"]["integration"] = {
+        "total": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "pass_rate": None,
+        "gates": {
+            "controls_with_integration": {
+                "metric": "controls_with_integration", "kind": "zero", "threshold": 0.0,
+                "value": 0.0, "status": "pass", "message": "controls_with_integration = 0",
+            },
+            "integration_coverage": {
+                "metric": "integration_coverage", "kind": "count", "threshold": 0.8,
+                "value": 0.5, "status": "inconclusive",
+                "message": "inconclusive: integration_coverage = 0.5 (threshold 0.8)",
+            },
+        },
+    }  # fmt: skip
+    cli = [parse_gate(g) for g in ("golden.pass_rate>=0.9", "*.total==30", "x.m>=0.5")]
+    results = evaluate_gates(cli, report) + suite_gate_results(report)
+    report["gates"] = gates_section(results)
+    return report
+
+
+GATE_ROWS = [  # gate, metric, op, threshold, value, status
+    ["*.total==30", "*.total", "==", "30", "30", "passed"],
+    ["golden.pass_rate>=0.9", "golden.pass_rate", ">=", "0.9", "0.75", "failed"],
+    ["integration.controls_with_integration==0", "integration.controls_with_integration", "==",
+     "0", "0", "passed"],
+    ["integration.integration_coverage>=0.8", "integration.integration_coverage", ">=", "0.8",
+     "0.5", "inconclusive"],
+    ["x.m>=0.5", "x.m", ">=", "0.5", "–", "failed"],
+]  # fmt: skip
+
+
+def test_each_gate_shows_its_numbers_and_status(
+    small: tuple[dict[str, Any], list[CaseResult]],
+) -> None:
+    report, results = small
+    page = render_html(gated_report(report), results)
+    section = page.split('<section id="gates">')[1].split("</section>")[0]
+    assert '<p class="gate-summary failed">3/5 gates passed</p>' in section
+    rows = re.findall(r'<tr class="gate-row" data-status="([^"]*)">(.*?)</tr>', section)
+    cells = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)] for _, r in rows]
+    assert [status for status, _ in rows] == [row[5] for row in GATE_ROWS]
+    assert [c[:5] for c in cells] == [row[:5] for row in GATE_ROWS]
+    assert [re.sub(r"<[^>]+>", "", c[5]) for c in cells] == [row[5] for row in GATE_ROWS]
+    assert cells[1][6] == "golden.pass_rate = 0.75, needs >= 0.9"
+    assert "suite 'x' has no results" in cells[4][6]
+
+    # a gate result may carry its own status, and older reports say "actual" for the value
+    report = gated_report(report)
+    report["gates"]["results"][0].update(status="warn", actual=31.0)
+    del report["gates"]["results"][0]["value"]
+    first = render_html(report, results).split('<tr class="gate-row"')[1]
+    assert 'data-status="warn"' in first and '<td class="gate-value">31</td>' in first
 
 
 # -- browser -----------------------------------------------------------------------------------
@@ -573,3 +672,42 @@ def test_a_sessions_gates_and_a_suites_own_matrix_are_shown(
     assert "integration.controls_with_integration" in page
     assert '<section id="confusion-matrix">' in page and "malformed" not in page
     assert html.escape("request_for_info") in page
+
+
+GATES_DRIVER = """<!DOCTYPE html><html><body><pre id="log"></pre>
+<iframe id="report" src="gates.html" width="1280" height="900"></iframe>
+<script>
+document.getElementById("report").addEventListener("load", () => {
+  const d = document.getElementById("report").contentWindow.document;
+  const rows = Array.from(d.querySelectorAll("#gates tr.gate-row"));
+  document.getElementById("log").textContent = JSON.stringify({
+    ready: d.body.dataset.ready || null,
+    summary: d.querySelector("#gates .gate-summary").innerText,
+    head: Array.from(d.querySelectorAll("#gates th"), (th) => th.innerText),
+    rows: rows.map((tr) => Array.from(tr.cells, (td) => td.innerText.trim())),
+    shown: rows.map((tr) => tr.getBoundingClientRect().height > 0),
+  });
+  document.body.dataset.done = "1";
+});
+</script></body></html>
+"""
+
+
+@browser
+def test_browser_gates(tmp_path: Path, small: tuple[dict[str, Any], list[CaseResult]]) -> None:
+    """The Gates section of a session's report shows each gate's name, numbers and status."""
+    report, results = small
+    (tmp_path / "gates.html").write_text(
+        render_html(gated_report(report), results), encoding="utf-8"
+    )
+    driver = tmp_path / "driver.html"
+    driver.write_text(GATES_DRIVER, encoding="utf-8")
+    out = chromium(tmp_path, driver.as_uri(), "--allow-file-access-from-files", "--dump-dom")
+    assert 'data-done="1"' in out, out[:2000]
+    shown = json.loads(html.unescape(out.split('<pre id="log">')[1].split("</pre>")[0]))
+    assert shown["ready"] == "1"
+    assert shown["summary"] == "3/5 gates passed"
+    assert shown["head"] == ["gate", "metric", "op", "threshold", "value", "status", "message"]
+    assert [row[:6] for row in shown["rows"]] == GATE_ROWS
+    assert all(row[6] for row in shown["rows"])  # every gate says why
+    assert shown["shown"] == [True] * len(GATE_ROWS)

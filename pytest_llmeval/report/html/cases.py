@@ -1,0 +1,113 @@
+"""The cases embedded in report.html: one compact dict per case, as JSON safe inside
+``<script>``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_llmeval.models import CaseResult, ToolCallRecord
+
+DATA_ELEMENT_ID = "llmeval-data"
+"""The id of the ``<script type="application/json">`` element holding the cases."""
+MAX_CHARS = 2000
+"""Longer texts (responses, errors, tool arguments and results, details) are cut to this."""
+MAX_TOOL_CALLS = 100
+"""Tool calls embedded per case; the rest are counted in a marker."""
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with a marker saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [truncated: {len(text) - limit} more characters]"
+
+
+def _json_text(value: Any, limit: int) -> str:
+    """A value as compact JSON text (a string stays as it is), cut to ``limit``."""
+    if isinstance(value, str):
+        return cut(value, limit)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    return cut(text, limit)
+
+
+def _ms_value(value: float) -> float:
+    return round(value, 1) if math.isfinite(value) else 0.0
+
+
+def _score(value: float) -> float | str:
+    """A score as JSON allows it: NaN and infinities become strings."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _tool_call(call: ToolCallRecord, limit: int) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": call.name,
+        "ok": call.success,
+        "source": call.source,
+        "ms": _ms_value(call.duration_ms),
+        "args": _json_text(call.params, limit),
+    }
+    if call.result is not None:
+        row["result"] = _json_text(call.result, limit)
+    if call.arguments_error is not None:
+        row["args_error"] = cut(call.arguments_error, limit)
+    return row
+
+
+def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
+    """One case for the page; empty and default fields are left out to keep the file small."""
+    row: dict[str, Any] = {
+        "id": result.case_id,
+        "nodeid": result.nodeid,
+        "suite": result.suite,
+        "outcome": result.outcome,
+        "ms": _ms_value(result.duration_ms),
+        "line": result.line,
+    }
+    if result.nodeid.split("::", 1)[0] != result.file:  # the page reads it off the node id
+        row["file"] = result.file
+    if result.category is not None:
+        row["cat"] = result.category
+    if result.error:
+        row["error"] = cut(result.error, limit)
+    if result.response:
+        row["response"] = cut(result.response, limit)
+    if result.tool_calls:
+        calls = [_tool_call(c, limit) for c in result.tool_calls[:MAX_TOOL_CALLS]]
+        row["tools"] = calls
+        if len(result.tool_calls) > MAX_TOOL_CALLS:
+            row["tools_more"] = len(result.tool_calls) - MAX_TOOL_CALLS
+    if result.scores:
+        row["scores"] = {key: _score(value) for key, value in sorted(result.scores.items())}
+    usage = result.usage
+    if usage.total_tokens or usage.prompt_tokens or usage.completion_tokens:
+        row["usage"] = [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]
+    if result.fixture_hits or result.fixture_misses:
+        row["fixtures"] = [result.fixture_hits, result.fixture_misses]
+    if result.details:
+        row["details"] = _json_text(result.details, limit)
+    return row
+
+
+def script_json(value: Any) -> str:
+    """JSON that is safe inside ``<script>``: no ``<`` (so no ``</script>`` nor ``<!--``)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def cases_json(results: Sequence[CaseResult], max_chars: int) -> str:
+    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``."""
+    rows = [case_row(r, max_chars) for r in results]
+    return script_json({"version": 1, "max_chars": max_chars, "cases": rows})

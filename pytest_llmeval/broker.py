@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.fingerprint import canonical_json, fingerprint
 from pytest_llmeval.models import ToolCallRecord
-from pytest_llmeval.report.fingerprint import canonical_json, fingerprint
 
 BrokerMode = Literal["broker", "stubs", "routing"]
 

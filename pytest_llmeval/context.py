@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,47 @@ def emit(event: str, **data: Any) -> None:
     run = _current.get()
     if run is not None:
         run.emit(event, **data)
+
+
+# -- repeated requests within one case (cassette keys) ---------------------------------------
+
+_case_counts: ContextVar[dict[str, int] | None] = ContextVar(
+    "pytest_llmeval_cassette_case", default=None
+)
+_counts_lock = threading.Lock()
+
+
+def begin_case() -> Token[dict[str, int] | None]:
+    """Start counting repeated requests for one case; pass the token to :func:`end_case`.
+
+    The counter is a fresh dict stored in a context variable and mutated in place, so asyncio
+    tasks created inside the case (which copy the context) share it. Enter it once per case,
+    inside that case's own task, never around several cases.
+    """
+    return _case_counts.set({})
+
+
+def end_case(token: Token[dict[str, int] | None]) -> None:
+    """Stop counting for the case :func:`begin_case` started."""
+    _case_counts.reset(token)
+
+
+@contextmanager
+def case_scope() -> Iterator[None]:
+    """``with case_scope(): ...`` around everything one case does (sync or async code)."""
+    token = begin_case()
+    try:
+        yield
+    finally:
+        end_case(token)
+
+
+def next_repeat_index(request_id: str) -> int:
+    """How many times ``request_id`` was seen before in the current case (0 outside a case)."""
+    counts = _case_counts.get()
+    if counts is None:
+        return 0
+    with _counts_lock:
+        index = counts.get(request_id, 0)
+        counts[request_id] = index + 1
+    return index

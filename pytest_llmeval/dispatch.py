@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_llmeval.agent import run_agent
 from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.context import case_run
+from pytest_llmeval.context import case_run, case_scope
 from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.models import EvalCase, Transcript
-from pytest_llmeval.runners.replay import case_scope
 
 if TYPE_CHECKING:
     from pytest_llmeval.embeddings import CachedEmbedder

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.report.fingerprint import fingerprint, sha256_hex
+from pytest_llmeval.fingerprint import fingerprint, sha256_hex
 from pytest_llmeval.runners.replay import write_atomic
 
 INSTALL_HINT = (
@@ -109,7 +109,7 @@ class EndpointEmbedder:
         self._client: httpx.AsyncClient | None = None
 
     def fingerprint(self) -> dict[str, Any]:
-        from pytest_llmeval.report.redact import public_url
+        from pytest_llmeval.redact import public_url
 
         return {"type": "endpoint", "base_url": public_url(self.base_url), "model": self.model}
 

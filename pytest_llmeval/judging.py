@@ -26,8 +26,8 @@ from typing import Any
 
 from pytest_llmeval.context import emit
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import Judgement, JudgeTask, Message, Transcript, Usage
-from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.runners.base import GenerateRequest
 from pytest_llmeval.scoring import judge as rules
 

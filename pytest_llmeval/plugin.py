@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval import hookspecs, settings, sharding
+from pytest_llmeval import hookspecs, options, settings, sharding
 from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.collect import EvalFile, EvalItem, is_manifest_target, manifest_targets
@@ -24,7 +24,7 @@ from pytest_llmeval.suites.base import default_suites
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    settings.add_options(parser)
+    options.add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     manifest_targets.cache_clear()  # a session (an in-process pytester run too) reads afresh
     suites = default_suites()
     config.hook.pytest_llmeval_register_suites(registry=suites)
-    state = LLMEvalState(config, settings.from_config(config), suites)
+    state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
     if not hasattr(config, "workerinput"):
         report = SessionReport(state)

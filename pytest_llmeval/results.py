@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmeval.errors import EvalFailure
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome
-from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.report.redact import Redactor
+from pytest_llmeval.redact import Redactor
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 

@@ -14,7 +14,7 @@ import pytest
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits import Limiter
-from pytest_llmeval.report.redact import Redactor
+from pytest_llmeval.redact import Redactor
 from pytest_llmeval.settings import Settings, judge_settings
 
 __all__ = ["Services"]

@@ -6,20 +6,14 @@ Precedence: command-line option > ini key ``llmeval_<noun>`` > environment varia
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pytest
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
-from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
-from pytest_llmeval.repeats import parse_rule
-from pytest_llmeval.report.redact import public_url
-from pytest_llmeval.runners.providers import Provider, parse_providers
-from pytest_llmeval.sharding import parse_shard
+from pytest_llmeval.providers import Provider
+from pytest_llmeval.redact import public_url
 
 RecordMode = Literal["none", "new", "all"]
 
@@ -577,41 +571,6 @@ class Settings(BaseModel):
         return data
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register every ``--llmeval-*`` option and ``llmeval_*`` ini key."""
-    group = parser.getgroup("llmeval", "evaluate LLMs and agents (pytest-llmeval)")
-    for spec in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": spec.dest, "default": None, "help": _help(spec)}
-        if spec.metavar:
-            kwargs["metavar"] = spec.metavar
-        if spec.choices:
-            kwargs["choices"] = list(spec.choices)
-        if spec.type == "list":
-            kwargs["action"] = "append"
-        if spec.type == "flag":
-            kwargs["action"] = "store_true"
-        group.addoption(spec.flag, **kwargs)
-        if spec.noun in NEGATABLE:
-            group.addoption(
-                f"--no-llmeval-{spec.noun}",
-                dest=spec.dest,
-                action="store_const",
-                const="no",
-                help=f"Same as {spec.flag} no.",
-            )
-        if spec.type == "list":
-            parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
-        else:
-            parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
-    parser.addini(
-        "llmeval_files",
-        type="linelist",
-        help="file name globs that are looked at as eval files "
-        f"(default: {' '.join(DEFAULT_FILE_GLOBS)})",
-        default=list(DEFAULT_FILE_GLOBS),
-    )
-
-
 def judge_settings(settings: Settings) -> Settings:
     """The settings a judge runner is built from: the session's, with the judge's runner,
     model, endpoint, key variable and temperature; the judge never records its own cassettes
@@ -629,121 +588,3 @@ def judge_settings(settings: Settings) -> Settings:
     if settings.judge_api_key_env is not None:
         update["api_key_env"] = settings.judge_api_key_env
     return settings.model_copy(update=update)
-
-
-def _help(spec: OptionSpec) -> str:
-    text = spec.help
-    if spec.default is not None:
-        text += f" Default: {spec.default}."
-    return text + f" (ini: {spec.dest}, env: {spec.env})"
-
-
-def from_config(config: pytest.Config) -> Settings:
-    """Build the Settings for this session; a bad value raises ``pytest.UsageError``."""
-    rootdir = Path(config.rootpath)
-    values: dict[str, Any] = {"rootdir": rootdir}
-    for spec in OPTIONS:
-        raw, source = _lookup(config, spec)
-        values[spec.dest.removeprefix("llmeval_")] = _convert(spec, raw, source, rootdir)
-    values["file_globs"] = tuple(config.getini("llmeval_files") or DEFAULT_FILE_GLOBS)
-    if values["concurrency"] < 1:
-        raise pytest.UsageError("--llmeval-concurrency must be 1 or more")
-    if values["repeats"] < 1:
-        raise pytest.UsageError("--llmeval-repeats must be 1 or more")
-    if values["judge_repeats"] < 1:
-        raise pytest.UsageError("--llmeval-judge-repeats must be 1 or more")
-    try:
-        parse_rule(values["repeat_rule"])
-    except ValueError as exc:
-        raise pytest.UsageError(f"--llmeval-repeat-rule: {exc}") from None
-    if values["timeout"] <= 0:
-        raise pytest.UsageError("--llmeval-timeout must be a positive number of seconds")
-    if values["max_turns"] < 1:
-        raise pytest.UsageError("--llmeval-max-turns must be 1 or more")
-    if values["runner"] == "http-agent" and not values["agent_url"]:
-        raise pytest.UsageError(
-            "--llmeval-runner http-agent needs --llmeval-agent-url URL "
-            "(the endpoint that takes POST {message})"
-        )
-    if values["runner"] == "openai" and not values["model"]:
-        raise pytest.UsageError("--llmeval-runner openai needs --llmeval-model NAME")
-    values["deterministic"] = values["deterministic"] == "yes"
-    values["extra_body"] = _json_object(values["extra_body"], "--llmeval-extra-body")
-    try:
-        values["providers"] = parse_providers(values["providers"])
-    except ValueError as exc:
-        raise pytest.UsageError(f"llmeval_providers: {exc}") from None
-    if values["max_connections"] is not None and values["max_connections"] < 1:
-        raise pytest.UsageError("--llmeval-max-connections must be 1 or more")
-    if values["rate_limit"] is not None:
-        try:
-            values["rate_limit"] = parse_rate_limit(values["rate_limit"]).text
-        except ValueError as exc:
-            raise pytest.UsageError(
-                f"--llmeval-rate-limit takes {RATE_FORM}; got {values['rate_limit']!r}: {exc}"
-            ) from None
-    return Settings(**values)
-
-
-def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}: {exc}") from None
-    if not isinstance(value, dict):
-        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}")
-    return value
-
-
-def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
-    value = config.getoption(spec.dest, None)
-    if value is not None:
-        return value, spec.flag
-    ini = config.getini(spec.dest)
-    if ini not in (None, "", []):
-        return ini, f"ini {spec.dest}"
-    env = os.environ.get(spec.env)
-    if env not in (None, ""):
-        return env, f"environment variable {spec.env}"
-    return spec.default, spec.flag
-
-
-def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
-    if raw is None:
-        return {"list": (), "flag": False}.get(spec.type)
-    if spec.type == "shard":  # "I/N", or (I, N) as handed to an xdist worker
-        return parse_shard(raw) if isinstance(raw, str) else (int(raw[0]), int(raw[1]))
-    text = str(raw).strip()
-    try:
-        if spec.type == "int":
-            return int(text)
-        if spec.type == "float":
-            return float(text)
-    except ValueError:
-        kind = "a whole number" if spec.type == "int" else "a number"
-        raise pytest.UsageError(f"{source} takes {kind}, got {text!r}") from None
-    if spec.type == "choice":
-        if text not in spec.choices:
-            raise pytest.UsageError(
-                f"{source} takes one of {', '.join(spec.choices)}, got {text!r}"
-            )
-        if spec.noun == "hash-scheduling" or spec.noun in NEGATABLE:
-            return text == "yes"
-        return text
-    if spec.type == "flag":
-        if isinstance(raw, bool):
-            return raw
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise pytest.UsageError(f"{source} takes true or false, got {text!r}")
-    if spec.type == "list":
-        items = raw if isinstance(raw, list) else str(raw).splitlines()
-        return tuple(str(item).strip() for item in items if str(item).strip())
-    if spec.type == "path":
-        path = Path(text).expanduser()
-        return path if path.is_absolute() else rootdir / path
-    return text

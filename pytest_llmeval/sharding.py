@@ -33,14 +33,24 @@ Plugin wiring (hooks stay in ``plugin.py``)::
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import pytest
 
+from pytest_llmeval import shards
 from pytest_llmeval.compat import xdist_collection_diff, xdist_worker_count
+from pytest_llmeval.shards import (
+    SHARD_FLAG,
+    assign,
+    case_key,
+    in_shard,
+    shard_of,
+    split_shard,
+    stable_hash,
+    worker_of,
+)
 
 __all__ = [
     "HASH_SCHEDULING_DEST",
@@ -63,8 +73,6 @@ __all__ = [
     "worker_of",
 ]
 
-SHARD_FLAG = "--llmeval-shard"
-"""The command-line flag that keeps one shard of the collection."""
 SHARD_DEST = "llmeval_shard"
 """Its option dest: a ``"I/N"`` string or an already parsed ``(I, N)`` tuple."""
 HASH_SCHEDULING_DEST = "llmeval_hash_scheduling"
@@ -72,110 +80,16 @@ HASH_SCHEDULING_DEST = "llmeval_hash_scheduling"
 HASH_SCHEDULING_KEY = "llmeval_hash_scheduling"
 """``workerinput`` key the controller sets when :class:`HashScheduling` feeds the workers."""
 
-_T = TypeVar("_T", bound="_HasNodeId")
-_SHARD_RE = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 _WORKER_RE = re.compile(r"gw(\d+)")
 _FALSE_WORDS = frozenset({"no", "false", "off", "0"})
 
 
-# --------------------------------------------------------------------------------------------
-# hashing and membership
-
-
-def stable_hash(key: str) -> int:
-    """The first 8 bytes of ``sha256(key)`` (UTF-8) as a little-endian unsigned integer."""
-    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "little")
-
-
-def shard_of(key: str, n: int) -> int:
-    """The shard (0 .. n-1) that ``key`` belongs to out of ``n``."""
-    _check_count(n)
-    return stable_hash(key) % n
-
-
-def worker_of(key: str, n: int, *, shard_count: int = 1) -> int:
-    """The worker (0 .. n-1) that runs ``key`` when the run keeps one shard of ``shard_count``.
-
-    With ``shard_count == 1`` (no ``--llmeval-shard``) this is ``shard_of(key, n)``.
-    """
-    _check_count(n)
-    _check_count(shard_count)
-    return (stable_hash(key) // shard_count) % n
-
-
-def case_key(nodeid: str) -> str:
-    """The key a test is sharded by: the part of its node id after the last ``::``.
-
-    For an eval item (``path::case_id``) that is the case id; for an ordinary test it is the
-    function name with its parameters (``test_f[1-a]``). A ``::`` inside the parameter part
-    (``test_f[a::b]``) does not split it. A node id without ``::`` is its own key.
-    """
-    _path, sep, rest = nodeid.partition("::")
-    if not sep:
-        return nodeid
-    bracket = rest.find("[")
-    head = rest if bracket < 0 else rest[:bracket]
-    cut = head.rfind("::")
-    return rest if cut < 0 else rest[cut + 2 :]
-
-
-def in_shard(nodeid: str, index: int, count: int) -> bool:
-    """Whether the test ``nodeid`` belongs to shard ``index`` of ``count``."""
-    return shard_of(case_key(nodeid), count) == index
-
-
-def split_shard(
-    items: Sequence[_T], index: int, count: int, sharded: Callable[[_T], bool]
-) -> tuple[list[_T], list[_T]]:
-    """``(kept, dropped)``: the items of shard ``index`` of ``count``, in their order, and the
-    rest. Only items for which ``sharded(item)`` holds are split; every other item is kept
-    (each shard runs it)."""
-    kept: list[_T] = []
-    dropped: list[_T] = []
-    for item in items:
-        keep = not sharded(item) or in_shard(item.nodeid, index, count)
-        (kept if keep else dropped).append(item)
-    return kept, dropped
-
-
-def assign(nodeids: Sequence[str], n: int, *, shard_count: int = 1) -> list[list[int]]:
-    """For each of ``n`` workers, the indices into ``nodeids`` it runs, in collection order.
-
-    Test ``i`` goes to worker ``worker_of(case_key(nodeids[i]), n, shard_count=...)``. Every
-    index appears exactly once; a worker may get none.
-    """
-    _check_count(n)
-    _check_count(shard_count)
-    buckets: list[list[int]] = [[] for _ in range(n)]
-    for index, nodeid in enumerate(nodeids):
-        buckets[(stable_hash(case_key(nodeid)) // shard_count) % n].append(index)
-    return buckets
-
-
 def parse_shard(text: str) -> tuple[int, int]:
-    """Parse ``--llmeval-shard I/N`` into ``(I, N)``; ``0 <= I < N`` and ``N >= 1``.
-
-    Raises ``pytest.UsageError`` naming the flag and the accepted form otherwise.
-    """
-    match = _SHARD_RE.fullmatch(text)
-    if match is None:
-        raise pytest.UsageError(
-            f"{SHARD_FLAG} takes I/N, shard I of N counted from 0 (for example 0/4), got {text!r}"
-        )
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1:
-        raise pytest.UsageError(f"{SHARD_FLAG} I/N needs N >= 1, got {text!r}")
-    if index >= count:
-        raise pytest.UsageError(
-            f"{SHARD_FLAG} I/N needs 0 <= I < N (shards are counted from 0), got {text!r}; "
-            f"the shards of {count} are 0/{count} .. {count - 1}/{count}"
-        )
-    return index, count
-
-
-def _check_count(n: int) -> None:
-    if n < 1:
-        raise ValueError(f"the number of shards or workers must be 1 or more, got {n}")
+    """:func:`pytest_llmeval.shards.parse_shard`, whose errors are usage errors here."""
+    try:
+        return shards.parse_shard(text)
+    except shards.ShardSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _worker_index(workerid: object) -> int | None:

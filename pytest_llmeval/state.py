@@ -18,7 +18,7 @@ import pytest
 from pytest_llmeval import sharding
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.limits import SessionLimits
-from pytest_llmeval.report.redact import Redactor, secret_values
+from pytest_llmeval.redact import Redactor, secret_values
 from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir

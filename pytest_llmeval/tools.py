@@ -16,8 +16,8 @@ import yaml
 from pydantic import ValidationError
 
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolSpec
-from pytest_llmeval.report.fingerprint import fingerprint
 
 
 class ToolRegistry:

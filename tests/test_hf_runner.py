@@ -26,8 +26,8 @@ import pytest
 from conftest import read_jsonl, write_json, write_jsonl
 
 from pytest_llmeval.errors import ConfigError, RunnerError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import Message, ToolCall, ToolSpec
-from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.runners.base import (
     Completion,
     GenerateRequest,

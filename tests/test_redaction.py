@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.report.redact import MASK, Redactor, find_leaks, secret_values
+from pytest_llmeval.redact import MASK, Redactor, find_leaks, secret_values
 
 SECRET = "s3cr3t-VALUE-4242"
 
@@ -138,7 +138,7 @@ def pytest_sessionfinish(session):
 
 
 def test_api_key_and_provider_key_variables_are_secrets(pytester: pytest.Pytester) -> None:
-    from pytest_llmeval.settings import from_config
+    from pytest_llmeval.options import from_config
     from pytest_llmeval.state import secret_env_names
 
     pytester.makeini(

@@ -11,19 +11,17 @@ from typing import Any
 
 import pytest
 
+from pytest_llmeval.context import begin_case, case_scope, end_case
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
-from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 from pytest_llmeval.runners.echo import EchoRunner
 from pytest_llmeval.runners.replay import (
     CassetteStore,
     RecordingRunner,
     ReplayRunner,
-    begin_case,
-    case_scope,
     cassette_key,
-    end_case,
     runner_slug,
 )
 
@@ -400,8 +398,6 @@ class ScoringRunner:
 
 
 def test_loglikelihoods_record_and_replay(tmp_path: Path) -> None:
-    from pytest_llmeval.runners.replay import case_scope
-
     store = CassetteStore(tmp_path)
     requests = [LoglikRequest(context="Q: 2+2? A:", continuation=c) for c in (" 4", " five")]
 

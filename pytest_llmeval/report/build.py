@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_llmeval import __version__
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.repeats import suite_statistics
-from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.rundir.models import Report, SuiteSection
 from pytest_llmeval.suites.base import SuiteRegistry, base_totals
 

@@ -50,10 +50,10 @@ from pydantic import ValidationError
 
 from pytest_llmeval import __version__
 from pytest_llmeval.errors import LLMEvalError, RunDirError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report import console, verdict
-from pytest_llmeval.report.fingerprint import fingerprint
-from pytest_llmeval.report.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.journal import Journal

@@ -16,11 +16,11 @@ import pytest
 from pytest_llmeval import __version__
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.redact import find_leaks
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
-from pytest_llmeval.report.redact import find_leaks
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.models import Report, RunManifest
 from pytest_llmeval.state import LLMEvalState

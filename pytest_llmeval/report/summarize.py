@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_llmeval.redact import Redactor
 from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline import diff_markdown
-from pytest_llmeval.report.redact import Redactor
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.rundir.read import read_run

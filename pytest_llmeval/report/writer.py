@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.redact import Redactor
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
-from pytest_llmeval.report.fingerprint import file_sha256
 from pytest_llmeval.report.html import render_html
-from pytest_llmeval.report.redact import Redactor
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
 from pytest_llmeval.rundir.models import Report, RunManifest

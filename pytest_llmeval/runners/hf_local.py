@@ -65,8 +65,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pytest_llmeval.errors import ConfigError, RunnerError
+from pytest_llmeval.fingerprint import file_sha256, fingerprint
 from pytest_llmeval.models import Message, ToolSpec, Usage
-from pytest_llmeval.report.fingerprint import file_sha256, fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.toolcall_parse import parse_tool_calls
 

@@ -50,7 +50,7 @@ from pytest_llmeval import __version__
 from pytest_llmeval.aio import within
 from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
-from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners import transport as transport_module
 from pytest_llmeval.runners.transport import TRANSPORTS, fault_kind, make_transport
 

@@ -32,7 +32,7 @@ from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.limits import Limiter
 from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
-from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners.base import AgentResponse
 from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
 

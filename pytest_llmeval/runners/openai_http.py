@@ -62,10 +62,10 @@ from pytest_llmeval.limits import Limiter
 from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.prompt import PromptWrapper
-from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.providers import route_model
+from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
-from pytest_llmeval.runners.providers import route_model
 
 if TYPE_CHECKING:
     from pytest_llmeval.settings import Settings

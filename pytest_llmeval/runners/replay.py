@@ -22,18 +22,16 @@ import json
 import os
 import re
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar, Token
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from pytest_llmeval.context import repeat_index
+from pytest_llmeval.context import next_repeat_index, repeat_index
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
-from pytest_llmeval.report.fingerprint import fingerprint
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 
 RecordMode = Literal["none", "new", "all"]
@@ -43,50 +41,6 @@ _RECORD_HINT = (
     "record it by running once with a live runner and `--llmeval-record new` "
     "(`--llmeval-record all` re-records everything)"
 )
-
-# ---------------------------------------------------------------------------- repeat index
-
-_case_counts: ContextVar[dict[str, int] | None] = ContextVar(
-    "pytest_llmeval_cassette_case", default=None
-)
-_counts_lock = threading.Lock()
-
-
-def begin_case() -> Token[dict[str, int] | None]:
-    """Start counting repeated requests for one case; pass the token to :func:`end_case`.
-
-    The counter is a fresh dict stored in a context variable and mutated in place, so asyncio
-    tasks created inside the case (which copy the context) share it. Enter it once per case,
-    inside that case's own task, never around several cases.
-    """
-    return _case_counts.set({})
-
-
-def end_case(token: Token[dict[str, int] | None]) -> None:
-    """Stop counting for the case :func:`begin_case` started."""
-    _case_counts.reset(token)
-
-
-@contextlib.contextmanager
-def case_scope() -> Iterator[None]:
-    """``with case_scope(): ...`` around everything one case does (sync or async code)."""
-    token = begin_case()
-    try:
-        yield
-    finally:
-        end_case(token)
-
-
-def next_repeat_index(request_id: str) -> int:
-    """How many times ``request_id`` was seen before in the current case (0 outside a case)."""
-    counts = _case_counts.get()
-    if counts is None:
-        return 0
-    with _counts_lock:
-        index = counts.get(request_id, 0)
-        counts[request_id] = index + 1
-    return index
-
 
 # ---------------------------------------------------------------------------- keys and store
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_llmeval.errors import CaseFileError, ConfigError
+from pytest_llmeval.fingerprint import canonical_json, sha256_hex
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
-from pytest_llmeval.report.fingerprint import canonical_json, sha256_hex
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.tools import ToolRegistry
 

@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
-from pytest_llmeval.report.fingerprint import file_sha256
-from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.redact import public_url
 from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolCall, Usage
-from pytest_llmeval.report.fingerprint import fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest
 
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
-from pytest_llmeval.report.redact import public_url
+from pytest_llmeval.redact import public_url
 
 __all__ = ["Provider", "Route", "parse_providers", "route_model"]
 

@@ -18,7 +18,8 @@ from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, state_key
-from pytest_llmeval.suites.base import default_suites
+from pytest_llmeval.suites.base import SuiteRegistry
+from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
 
 # -- options -------------------------------------------------------------------------------
 
@@ -31,13 +32,20 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
+    """The built-in suites (and installed packages' entry-point suites) come first."""
+    register_builtin_suites(registry)
+    register_entry_point_suites(registry)
+
+
 # -- configuration -------------------------------------------------------------------------
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
     manifest_targets.cache_clear()  # a session (an in-process pytester run too) reads afresh
-    suites = default_suites()
+    suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state

@@ -16,7 +16,8 @@ from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import EvalCase
 from pytest_llmeval.scoring.gaia import GAIA_SYSTEM_PROMPT
 from pytest_llmeval.settings import Settings
-from pytest_llmeval.suites.base import CaseSource, SuiteContext, default_suites
+from pytest_llmeval.suites.base import CaseSource, SuiteContext
+from pytest_llmeval.suites.builtin import builtin_suites
 from pytest_llmeval.suites.gaia import GaiaSuite
 from pytest_llmeval.suites.gaia_data import INSTALL_HINT, read_rows
 
@@ -477,7 +478,7 @@ def test_a_corrupt_parquet_file_is_one_error(tmp_path: Path) -> None:
 
 
 def test_gaia_is_registered_and_claims_nothing(tmp_path: Path) -> None:
-    suites = default_suites()
+    suites = builtin_suites()
     assert suites.names()[-1] == "gaia"
     assert suites.get("gaia") is not None
     head = (json.dumps(ROWS[0]) + "\n").encode()

@@ -61,7 +61,8 @@ from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
 from pytest_llmeval.rundir.read import RunRecord, read_run
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.sharding import in_shard
-from pytest_llmeval.suites.base import SuiteContext, default_suites
+from pytest_llmeval.suites.base import SuiteContext
+from pytest_llmeval.suites.builtin import builtin_suites
 
 IGNORED_SETTINGS = frozenset(
     {
@@ -361,7 +362,7 @@ def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
         out_dir,
         out_dir.name,
         SuiteContext.from_settings(settings),
-        default_suites(),
+        builtin_suites(),
         Redactor(settings.redact_pattern, secrets),
     )
     report = writer.build(results, runners)

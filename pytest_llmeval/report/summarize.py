@@ -19,7 +19,8 @@ from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.rundir.read import read_run
 from pytest_llmeval.settings import Settings
-from pytest_llmeval.suites.base import SuiteContext, default_suites
+from pytest_llmeval.suites.base import SuiteContext
+from pytest_llmeval.suites.builtin import builtin_suites
 
 __all__ = ["Summarized", "summarize"]
 
@@ -38,7 +39,7 @@ def summarize(run_dir: Path) -> Summarized:
         run_dir,
         run.manifest.run_id or run_dir.name,
         SuiteContext.from_settings(settings),
-        default_suites(),
+        builtin_suites(),
         Redactor(settings.redact_pattern),
     )
     report = writer.build(run.results, run.runners)

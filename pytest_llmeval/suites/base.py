@@ -168,23 +168,6 @@ class SuiteRegistry:
         return None
 
 
-def default_suites() -> SuiteRegistry:
-    """The built-in suites, most specific first."""
-    from pytest_llmeval.suites.gaia import GaiaSuite
-    from pytest_llmeval.suites.golden import GoldenSuite
-    from pytest_llmeval.suites.integration import IntegrationSuite
-    from pytest_llmeval.suites.toolforge import ToolForgeSuite
-    from pytest_llmeval.suites.when2call import When2CallSuite
-
-    registry = SuiteRegistry()
-    registry.register(IntegrationSuite())
-    registry.register(ToolForgeSuite())
-    registry.register(When2CallSuite())
-    registry.register(GoldenSuite())
-    registry.register(GaiaSuite())
-    return registry
-
-
 def row_fingerprint(suite: str, row: Any) -> str:
     """sha256 of a case row's canonical JSON, salted with the suite name."""
     return sha256_hex(suite + "\n" + canonical_json(row))

@@ -107,14 +107,18 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
     return EvalFile.from_parent(parent, path=file_path, state=state)
 
 
+def _is_eval_item(item: Any) -> bool:
+    return isinstance(item, EvalItem)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[state_key].skip_finished(config, items)
-    config.stash[state_key].keep_shard(config, items)
+    config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
-    state.runahead.plan(session.items)
+    state.runahead.plan(session.items, _is_eval_item)
     if any(isinstance(item, EvalItem) for item in session.items):
         state.services.start_judge()
 

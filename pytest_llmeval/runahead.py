@@ -8,6 +8,7 @@ reaches them. :meth:`RunAhead.transcript_for` is what an item's setup waits on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -45,16 +46,15 @@ class RunAhead:
             return own
         return self.file_repeats.get(case.file, self.settings.repeats)
 
-    def plan(self, items: list[pytest.Item]) -> None:
-        """Work out which eval items this process runs, in order, for the dispatcher."""
-        from pytest_llmeval.collect import EvalItem
-
+    def plan(self, items: list[pytest.Item], eval_items: Callable[[Any], bool]) -> None:
+        """Work out which eval items (``eval_items(item)``) this process runs, in order, for
+        the dispatcher."""
         if hasattr(self.config, "workerinput"):
             indices = sharding.run_order(self.config, items)
             ordered = [items[i] for i in indices] if indices is not None else []
         else:
             ordered = list(items)
-        self._order = [i for i in ordered if isinstance(i, EvalItem) and i.runnable]
+        self._order = [i for i in ordered if eval_items(i) and i.runnable]  # type: ignore[attr-defined]
         self.dispatcher.set_order([item.nodeid for item in self._order])
 
     def transcript_for(self, item: EvalItem) -> Transcript:

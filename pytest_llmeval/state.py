@@ -10,6 +10,7 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,16 +93,14 @@ class LLMEvalState:
             config.hook.pytest_deselected(items=[i for i in items if i.nodeid in self.finished])
             items[:] = keep
 
-    def keep_shard(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def keep_shard(
+        self, config: pytest.Config, items: list[pytest.Item], is_eval: Callable[[Any], bool]
+    ) -> None:
         """With ``--llmeval-shard I/N``, deselect the eval items of the other shards (by the
         stable hash of the case id); other tests are not sharded."""
         if self.settings.shard is None:
             return
-        from pytest_llmeval.collect import EvalItem
-
-        keep, drop = sharding.split_shard(
-            items, *self.settings.shard, lambda item: isinstance(item, EvalItem)
-        )
+        keep, drop = sharding.split_shard(items, *self.settings.shard, is_eval)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep

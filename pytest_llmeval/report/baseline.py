@@ -22,6 +22,10 @@ or ``error``: an error is not a pass, so ``passed -> error`` is a regression and
 under ``skipped`` and is no flip; skipped in both, it is not listed. Only the flips enter the
 McNemar test and the ``regressed`` verdict; ``new``, ``removed``, ``changed`` and ``skipped``
 are shown, never counted as regressions.
+
+Size: reading, the diff (alignment, flips, McNemar, metric and gate deltas) and its
+Markdown are one feature and change together; the models it writes are in
+:mod:`pytest_llmeval.rundir.comparison`.
 """
 
 from __future__ import annotations

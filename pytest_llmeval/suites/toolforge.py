@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.report.fingerprint import file_sha256
@@ -50,6 +50,8 @@ class ToolForgeSuite:
     """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
 
     name = "toolforge"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {}
+    """None beyond the keys every suite takes: a case file carries its own settings."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         if is_envelope(head):

@@ -55,7 +55,12 @@ def test_common_keys_come_from_the_shipped_schema() -> None:
         ("suite: 3\ndata: d.json\n", 1, "suite", "expected a string, got a number"),
         ("suite: golden\ndata: d.json\nrepeats: 2.0\n", 3, "repeats", "expected a whole number"),
         ("suite: golden\ndata: d.json\nrepeats: true\n", 3, "repeats", "expected a whole number"),
-        ("suite: golden\ndata: d.json\ngates: 3\n", 3, "gates", "expected a string or a list or"),
+        (
+            "suite: golden\ndata: d.json\ngates: 3\n",
+            3,
+            "gates",
+            "expected a string, an array or an object, got a number",
+        ),
         ("suite: golden\ndata: d.json\ndescription: [a]\n", 3, "description", "expected a string"),
         ("- suite\n", 1, None, "expected a mapping with 'suite' and 'data'"),
         ("suite: golden\ndata: [1\n", 3, None, "invalid YAML"),

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 
@@ -69,7 +69,7 @@ def first_error(validator: Validator, instance: Any, line_of: Any = None) -> Val
     return min(errors, key=order)
 
 
-def explain(error: ValidationError) -> tuple[DocPath, str]:
+def explain(error: ValidationError | SchemaError) -> tuple[DocPath, str]:
     """The path of the field an error is about, and what was wrong with it."""
     path: DocPath = tuple(error.absolute_path)
     value: Any = error.instance
@@ -94,7 +94,7 @@ def explain(error: ValidationError) -> tuple[DocPath, str]:
     if rule == "minLength" and expected == 1:
         return path, "expected a non-empty string"
     if rule == "minItems" and expected == 1:
-        return path, "expected a non-empty list"
+        return path, "expected a non-empty array"
     if rule in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
@@ -116,14 +116,15 @@ _TYPE_PHRASES = {
     "number": "a number",
     "boolean": "true or false",
     "object": "an object",
-    "array": "a list",
+    "array": "an array",
     "null": "null",
 }
 
 
 def _types(kind: object) -> str:
     kinds = kind if isinstance(kind, list) else [kind]
-    return " or ".join(_TYPE_PHRASES.get(str(k), str(k)) for k in kinds)
+    phrases = [_TYPE_PHRASES.get(str(k), str(k)) for k in kinds]
+    return " or ".join([", ".join(phrases[:-1]), phrases[-1]] if len(phrases) > 2 else phrases)
 
 
 def _shown(value: object) -> str:

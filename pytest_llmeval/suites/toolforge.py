@@ -29,6 +29,7 @@ from pytest_llmeval.suites.base import (
 )
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import first_row, is_envelope, iter_cases, read_records
+from pytest_llmeval.suites.toolforge_console import format_console_summary
 
 _LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")
 _GROUP_FIELDS = ("toolsAcceptable", "responseContainsAny")
@@ -169,7 +170,7 @@ class ToolForgeSuite:
         return {name: suite_result}
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return tf.format_console_summary(artifacts).splitlines()
+        return format_console_summary(artifacts).splitlines()
 
 
 def _identify(read: RowReader, tier: str) -> tuple[str, str]:

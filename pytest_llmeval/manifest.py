@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pytest_llmeval import safe_yaml, schemas
 from pytest_llmeval.errors import CaseFileError
 
@@ -126,7 +128,7 @@ class Manifest(Mapping[str, Any]):
             name = str(key)
             if name not in known:
                 raise CaseFileError(
-                    self.display, self.line(name), _unknown(name, suite, known), field=name
+                    self.display, self.line(name), _unknown(name, suite, known), field=name or "''"
                 )
         self._validate(schemas.validator_for({"type": "object", "properties": dict(declared)}))
 
@@ -196,14 +198,16 @@ def read_manifest(path: Path, display: str) -> Manifest:
 
 
 def _key_lines(document: safe_yaml.YamlDocument) -> dict[str, int]:
+    """The line of each top-level key, by the key as Python reads it (``true:`` is ``True``)."""
     root = document.root
     lines: dict[str, int] = {}
     if root is None or not isinstance(root.value, list):
         return lines
+    constructor = yaml.SafeLoader("")
     for pair in root.value:
-        if isinstance(pair, tuple):
-            key = pair[0]
-            lines[str(key.value)] = key.start_mark.line + 1  # a later duplicate wins, as in YAML
+        if isinstance(pair, tuple) and isinstance(pair[0], yaml.ScalarNode):
+            key = constructor.construct_object(pair[0])
+            lines[str(key)] = pair[0].start_mark.line + 1  # a later duplicate wins, as in YAML
     return lines
 
 

@@ -106,7 +106,14 @@ def load(
     if root is None:
         return YamlDocument(value=None, root=None)
     _Counter(max_nodes).count(root, 0)
-    return YamlDocument(value=yaml.SafeLoader("").construct_document(root), root=root)
+    try:
+        value = yaml.SafeLoader("").construct_document(root)
+    except yaml.YAMLError as exc:  # an unknown tag (!!python/object), an unhashable key
+        mark = getattr(exc, "problem_mark", None)
+        raise YamlLimitError(
+            f"invalid YAML: {exc}", mark.line + 1 if mark is not None else None
+        ) from None
+    return YamlDocument(value=value, root=root)
 
 
 class _TooManyAliases(Exception):

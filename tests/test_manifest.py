@@ -64,6 +64,8 @@ def test_common_keys_come_from_the_shipped_schema() -> None:
         ("suite: golden\ndata: d.json\ndescription: [a]\n", 3, "description", "expected a string"),
         ("- suite\n", 1, None, "expected a mapping with 'suite' and 'data'"),
         ("suite: golden\ndata: [1\n", 3, None, "invalid YAML"),
+        ("suite: golden\ndata: 2024-01-01\n", 2, "data", "expected a string, got a date"),
+        ("suite: !!python/object:os.system x\n", 1, None, "invalid YAML: could not determine"),
     ],
 )
 def test_common_key_errors_name_line_and_field(

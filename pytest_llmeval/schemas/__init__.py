@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from collections.abc import Iterable, Mapping
@@ -87,7 +88,7 @@ def explain(error: ValidationError | SchemaError) -> tuple[DocPath, str]:
         listed = f"; expected one of {', '.join(known)}" if known else ""
         return (*path, str(extra)), f"unknown field{listed}"
     if rule == "type":
-        return path, f"expected {_types(expected)}, got {a_json_type(value)}"
+        return path, f"expected {_types(expected)}, got {_a_type(value)}"
     if rule == "enum":
         choices = ", ".join(str(c) for c in expected)
         return path, f"expected one of {choices}, got {_shown(value)}"
@@ -125,6 +126,19 @@ def _types(kind: object) -> str:
     kinds = kind if isinstance(kind, list) else [kind]
     phrases = [_TYPE_PHRASES.get(str(k), str(k)) for k in kinds]
     return " or ".join([", ".join(phrases[:-1]), phrases[-1]] if len(phrases) > 2 else phrases)
+
+
+def _a_type(value: object) -> str:
+    """The value's JSON type as a phrase, or what YAML made of it (a date, a set, bytes)."""
+    if value is None or isinstance(value, dict | list | str | bool | int | float):
+        return a_json_type(value)
+    if isinstance(value, datetime.date):
+        return "a date"
+    if isinstance(value, set):
+        return "a set"
+    if isinstance(value, bytes):
+        return "binary data"
+    return f"a {type(value).__name__}"
 
 
 def _shown(value: object) -> str:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_json
+
+from pytest_llmeval.errors import CaseFileError
+from pytest_llmeval.manifest import read_manifest
 
 GOOD = {"id": "good", "input": "same", "expected_output": "same"}
 
@@ -158,12 +163,6 @@ def test_bad_manifests_are_one_error_each(scripted: pytest.Pytester) -> None:
 
 
 def test_an_alias_bomb_is_refused_quickly_and_small(tmp_path: Path) -> None:
-    import time
-    import tracemalloc
-
-    from pytest_llmeval.errors import CaseFileError
-    from pytest_llmeval.manifest import read_manifest
-
     path = tmp_path / "bomb.llmeval.yaml"
     path.write_text("suite: golden\ndata: data.json\n" + _laughs(levels=12))  # 9**12 values
     tracemalloc.start()

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import pytest
-import yaml
 
 from pytest_llmeval.compat import (
     fixture_info,
@@ -24,6 +23,7 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
 from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 _MARKER_CHARS = re.compile(r"\W+")
 HEAD_BYTES = 65536
-MISSES = ("fail", "xfail")
-"""What a manifest's ``misses`` may say."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -141,69 +139,25 @@ class EvalFile(pytest.File):
         return suite, source
 
     def _from_manifest(self, rootdir: Path) -> tuple[Suite, CaseSource]:
-        display = display_path(self.path, rootdir)
-        manifest = read_manifest(self.path, display)
-        name = manifest["suite"]
-        suite = self.state.suites.get(name)
+        manifest = read_manifest(self.path, display_path(self.path, rootdir))
+        suite = self.state.suites.get(manifest.suite)
         if suite is None:
             raise CaseFileError(
-                display,
-                manifest.get("__line__suite", 1),
-                f"unknown suite {name!r}; known suites: {', '.join(self.state.suites.names())}",
+                manifest.display,
+                manifest.line("suite"),
+                f"unknown suite {manifest.suite!r}; known suites: "
+                f"{', '.join(self.state.suites.names())}",
                 field="suite",
             )
-        data = (self.path.parent / manifest["data"]).resolve()
-        if not data.is_file():
-            raise CaseFileError(
-                display, None, f"data file {manifest['data']!r} does not exist", field="data"
-            )
-        options = {k: v for k, v in manifest.items() if not k.startswith("__line__")}
-        repeats = options.get("repeats")
-        if repeats is not None:
-            if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-                raise CaseFileError(
-                    display,
-                    manifest.get("__line__repeats"),
-                    f"expected a whole number >= 1, got {repeats!r}",
-                    field="repeats",
-                )
-            self.state.runahead.file_repeats[display_path(data, rootdir)] = repeats
-        misses = options.get("misses", "fail")
-        if misses not in MISSES:
-            raise CaseFileError(
-                display,
-                manifest.get("__line__misses"),
-                f"expected one of {', '.join(MISSES)}, got {misses!r}",
-                field="misses",
-            )
-        self.misses = misses
-        source = CaseSource(path=data, display=display_path(data, rootdir), options=options)
+        manifest.check_options(suite.name, getattr(suite, "manifest_options", None))
+        data = manifest.data_path()
+        if manifest.repeats is not None:
+            self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
+        self.misses = manifest.misses
+        source = CaseSource(
+            path=data, display=display_path(data, rootdir), options=dict(manifest.options)
+        )
         return suite, source
-
-
-def read_manifest(path: Path, display: str) -> dict[str, Any]:
-    """Read a ``*.llmeval.yaml`` manifest: ``suite`` and ``data`` are required."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseFileError(display, None, f"cannot read the manifest: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise CaseFileError(display, line, f"invalid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise CaseFileError(display, 1, "expected a mapping with 'suite' and 'data'")
-    for key in ("suite", "data"):
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise CaseFileError(display, None, "missing required field (a string)", field=key)
-    lines = {
-        f"__line__{m.group(1)}": number
-        for number, row in enumerate(text.splitlines(), 1)
-        if (m := re.match(r"^(\w+)\s*:", row))
-    }
-    return {**data, **lines}
 
 
 class _EmptySuite:
@@ -470,33 +424,3 @@ def _details(transcript: Transcript, response: str) -> str:
     if len(response) > 500:
         response = response[:500] + "..."
     return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"
-
-
-def is_manifest_target(path: Path, rootdir: Path) -> bool:
-    """Whether a ``*.llmeval.yaml`` manifest in ``path``'s folder, or in a folder above it up to
-    the rootdir, names ``path`` as its data file (``evals/x.llmeval.yaml`` with
-    ``data: data/rows.jsonl``)."""
-    resolved = path.resolve()
-    folder = path.parent
-    while True:
-        if resolved in manifest_targets(folder, rootdir):
-            return True
-        if folder == rootdir or folder.parent == folder or not folder.is_relative_to(rootdir):
-            return False
-        folder = folder.parent
-
-
-@functools.lru_cache(maxsize=256)
-def manifest_targets(directory: Path, rootdir: Path) -> frozenset[Path]:
-    """Data files named by the ``*.llmeval.yaml`` manifests in ``directory``.
-
-    Such a data file is collected through its manifest only, never on its own as well.
-    """
-    targets = set()
-    for manifest in sorted(directory.glob("*.llmeval.yaml")):
-        try:
-            data = read_manifest(manifest, display_path(manifest, rootdir))
-        except CaseFileError:
-            continue  # the manifest reports its own problem when it is collected
-        targets.add((directory / data["data"]).resolve())
-    return frozenset(targets)

@@ -12,8 +12,9 @@ import pytest
 from pytest_llmeval import hookspecs, options, settings, sharding
 from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.collect import EvalFile, EvalItem, is_manifest_target, manifest_targets
+from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
@@ -44,7 +45,7 @@ def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
-    manifest_targets.cache_clear()  # a session (an in-process pytester run too) reads afresh
+    clear_targets()  # a session (an in-process pytester run too) reads the manifests afresh
     suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)

@@ -2,7 +2,10 @@
 
 A registry file is JSON or YAML, either ``{"tools": [...]}`` or a bare list, each tool
 ``{name, description, version?, parameters?}`` (``parameters`` is a JSON schema; an OpenAI
-``{"type": "function", "function": {...}}`` wrapper is accepted too).
+``{"type": "function", "function": {...}}`` wrapper is accepted too). The file is checked
+against the shipped ``schemas/tool_registry.schema.json`` and each ``parameters`` against the
+metaschema it names (draft 2020-12 by default); YAML is read with the limits of
+:mod:`pytest_llmeval.safe_yaml`.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
+from pytest_llmeval import safe_yaml, schemas
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolSpec
@@ -35,21 +40,16 @@ class ToolRegistry:
 
     @classmethod
     def load(cls, path: Path | None) -> ToolRegistry:
-        """Read a registry file; ``None`` gives an empty registry."""
+        """Read a registry file; ``None`` gives an empty registry. A file that does not fit
+        the shipped schema, or a tool whose ``parameters`` is not a valid JSON Schema, is a
+        :class:`ConfigError` naming the file, the line (when it can be found), the tool and
+        the field."""
         if path is None:
             return cls()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the tool registry: {exc.strerror}") from None
-        try:
-            data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: the tool registry is not valid: {exc}") from None
-        items = data.get("tools") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise ConfigError(f"{path}: expected a list of tools or an object with a 'tools' list")
-        return cls((_tool(path, i, item) for i, item in enumerate(items)), source=str(path))
+        document = _read(path)
+        data = document.value
+        _check(path, document)
+        return cls((_tool(path, i, item) for i, item in enumerate(_items(data))), source=str(path))
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -71,9 +71,118 @@ class ToolRegistry:
         return fingerprint([tool.model_dump(mode="json") for tool in self.tools.values()])
 
 
-def _tool(path: Path, index: int, item: Any) -> ToolSpec:
+REGISTRY_MAX_BYTES = 16 * 1024 * 1024
+"""The largest YAML registry read."""
+
+REGISTRY_MAX_NODES = 1_000_000
+"""The most values a YAML registry may expand to (its aliases followed)."""
+
+_SHAPE = "expected a list of tools or an object with a 'tools' list"
+
+
+def _read(path: Path) -> _Document:
+    """The registry's parsed content: YAML through the safe loader, JSON as it is."""
+    yaml_file = path.suffix in (".yaml", ".yml")
+    try:
+        if yaml_file:
+            text = safe_yaml.read_limited(path, REGISTRY_MAX_BYTES)
+        else:
+            text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the tool registry: {exc.strerror}") from None
+    except (UnicodeDecodeError, safe_yaml.YamlLimitError) as exc:
+        raise ConfigError(f"{path}: the tool registry is not valid: {exc}") from None
+    if yaml_file:
+        try:
+            parsed = safe_yaml.load(text, max_nodes=REGISTRY_MAX_NODES)
+        except safe_yaml.YamlLimitError as exc:
+            where = f"{path}:{exc.line}" if exc.line else str(path)
+            raise ConfigError(f"{where}: the tool registry is not valid: {exc.message}") from None
+        return _Document(parsed.value, text, parsed)
+    try:
+        return _Document(json.loads(text), text, None)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: the tool registry is not valid: {exc}") from None
+
+
+class _Document:
+    """A registry's content, with what finds the line of a value in it."""
+
+    def __init__(self, value: Any, text: str, parsed: safe_yaml.YamlDocument | None):
+        self.value = value
+        self.text = text
+        self.parsed = parsed
+
+    def line_of(self, path: schemas.DocPath) -> int | None:
+        """The line of the value at ``path``; for JSON, found by reading the text as YAML
+        (JSON is YAML) only when an error needs it, and ``None`` when that fails."""
+        if self.parsed is None:
+            try:
+                self.parsed = safe_yaml.load(self.text, max_nodes=REGISTRY_MAX_NODES)
+            except (safe_yaml.YamlLimitError, ValueError):
+                return None
+        return self.parsed.line_of(path)
+
+
+def _check(path: Path, document: _Document) -> None:
+    """The registry against the shipped schema, then each tool's ``parameters``."""
+    data = document.value
+    prefix: schemas.DocPath = ("tools",) if isinstance(data, dict) else ()
+    error = schemas.first_error(schemas.shipped("tool_registry"), data, document.line_of)
+    if error is not None:
+        where, message = schemas.explain(error)
+        if len(where) <= len(prefix):
+            raise ConfigError(f"{path}: {_SHAPE}")
+        raise _tool_error(path, document, prefix, where, message)
+    for index, item in enumerate(_items(data)):
+        tool = _unwrapped(item)
+        at: schemas.DocPath = (*prefix, index, *(("function",) if tool is not item else ()))
+        parameters = tool.get("parameters")
+        if parameters is None:
+            continue
+        try:
+            validator_for(parameters).check_schema(parameters)
+        except SchemaError as exc:
+            inner, message = schemas.explain(exc)
+            raise _tool_error(
+                path, document, prefix, (*at, "parameters", *inner), message
+            ) from None
+
+
+def _tool_error(
+    path: Path,
+    document: _Document,
+    prefix: schemas.DocPath,
+    where: schemas.DocPath,
+    message: str,
+) -> ConfigError:
+    """``tools.json:12: tools[1] 'get_forecast': parameters.type: ...``."""
+    data = document.value
+    index = where[len(prefix)]
+    tool = _unwrapped(_items(data)[index]) if isinstance(index, int) else None
+    name = tool.get("name") if isinstance(tool, dict) else None
+    label = f"tools[{index}]" + (f" {name!r}" if isinstance(name, str) and name else "")
+    line = document.line_of(where)
+    located = f"{path}:{line}" if line else str(path)
+    field = schemas.field_name(where[len(prefix) + 1 :])
+    return ConfigError(f"{located}: {label}: {field + ': ' if field else ''}{message}")
+
+
+def _items(data: Any) -> list[Any]:
+    """The tool entries of a registry that fits the schema."""
+    return list(data["tools"] if isinstance(data, dict) else data)
+
+
+def _unwrapped(item: Any) -> Any:
+    """The tool inside OpenAI's ``{"type": "function", "function": {...}}`` wrapper, or the
+    item itself."""
     if isinstance(item, dict) and item.get("type") == "function" and "function" in item:
-        item = item["function"]
+        return item["function"]
+    return item
+
+
+def _tool(path: Path, index: int, item: Any) -> ToolSpec:
+    item = _unwrapped(item)
     if not isinstance(item, dict):
         raise ConfigError(f"{path}: tools[{index}]: expected an object, got {type(item).__name__}")
     known = {k: item[k] for k in ("name", "description", "parameters", "version") if k in item}

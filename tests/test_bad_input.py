@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import time
+import tracemalloc
+from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_json
+
+from pytest_llmeval.errors import CaseFileError
+from pytest_llmeval.manifest import read_manifest
 
 GOOD = {"id": "good", "input": "same", "expected_output": "same"}
 
@@ -97,3 +103,75 @@ def test_json_array_syntax_error_keeps_earlier_cases(scripted: pytest.Pytester) 
     result = scripted.runpytest("--llmeval-runner", "echo", "-q")
     result.stdout.fnmatch_lines(["half.golden.json:4: invalid JSON*"])
     result.assert_outcomes(passed=1, errors=1)
+
+
+def _laughs(levels: int = 9) -> str:
+    """A "billion laughs" gates list: each anchor repeats the one before nine times."""
+    text = 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
+    for i in range(1, levels):
+        text += f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n"
+    return text + f"gates: *l{levels - 1}\n"
+
+
+BAD_MANIFESTS = {
+    "typo": "suite: golden\ndata: data.json\ntreshold:\n  kw: {regex: 1.0}\n",
+    "w2c-typo": "suite: when2call\ndata: data.json\nthresholds: {kw: {regex: 1.0}}\n",
+    "repeats": "suite: golden\ndata: data.json\nrepeats: many\n",
+    "zero": "# five runs\nsuite: golden\ndata: data.json\nrepeats: 0\n",
+    "misses": "suite: golden\ndata: data.json\nmisses: sometimes\n",
+    "nested": "suite: golden\ndata: data.json\nthresholds:\n  kw:\n    regex: high\n",
+    "scalar": "suite: golden\ndata: data.json\nthresholds: 5\n",
+    "no-suite": "data: data.json\n",
+    "empty-data": "suite: golden\ndata: ''\n",
+    "nul": 'suite: golden\ndata: "da\\0ta.json"\n',
+    "long": "suite: golden\ndata: " + "x" * 5000 + "\n",
+    "bomb": "suite: golden\ndata: data.json\n" + _laughs(),
+    "cycle": "suite: golden\ndata: data.json\ngates: &g [*g]\n",
+}
+
+
+def test_bad_manifests_are_one_error_each(scripted: pytest.Pytester) -> None:
+    write_json(scripted, "data.json", [GOOD])
+    for name, text in BAD_MANIFESTS.items():
+        (scripted.path / f"{name}.llmeval.yaml").write_text(text)
+    (scripted.path / "big.llmeval.yaml").write_text(
+        "suite: golden\ndata: data.json\ndescription: " + "x" * (1 << 20) + "\n"
+    )
+    write_json(scripted, "fine.golden.json", [GOOD])
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q", "-rE")
+    out = _errors(result)
+    for expected in (
+        "typo.llmeval.yaml:3: treshold: unknown option; did you mean 'thresholds'? golden "
+        "options are description, gates, judge_fallback, misses, repeats, thresholds",
+        "w2c-typo.llmeval.yaml:3: thresholds: unknown option; when2call options are ",
+        "repeats.llmeval.yaml:3: repeats: expected a whole number, got a string",
+        "zero.llmeval.yaml:4: repeats: expected a whole number >= 1, got 0",
+        "misses.llmeval.yaml:3: misses: expected one of fail, xfail, got 'sometimes'",
+        "nested.llmeval.yaml:5: thresholds.kw.regex: expected a number, got a string",
+        "scalar.llmeval.yaml:3: thresholds: expected an object or null, got a number",
+        "no-suite.llmeval.yaml: suite: missing required field (a string)",
+        "empty-data.llmeval.yaml:2: data: expected a non-empty string",
+        "nul.llmeval.yaml:2: data: 'da\\x00ta.json' cannot be used as a path: embedded null byte",
+        "long.llmeval.yaml:2: data: '" + "x" * 200 + "...' cannot be used as a path: File name",
+        "bomb.llmeval.yaml:8: the document expands to more than 100,000 values (YAML aliases",
+        "cycle.llmeval.yaml:3: a YAML alias refers to the value that contains it",
+        "big.llmeval.yaml: the file is larger than 1 MiB; at most 1 MiB is read",
+    ):
+        assert expected in out, expected
+    # every bad manifest is one error item; the good file still ran
+    result.assert_outcomes(passed=1, errors=len(BAD_MANIFESTS) + 1)
+
+
+def test_an_alias_bomb_is_refused_quickly_and_small(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.llmeval.yaml"
+    path.write_text("suite: golden\ndata: data.json\n" + _laughs(levels=12))  # 9**12 values
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(CaseFileError, match="expands to more than 100,000 values"):
+            read_manifest(path, "bomb.llmeval.yaml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 5
+    assert peak < 20 * 1024 * 1024

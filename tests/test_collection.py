@@ -95,6 +95,20 @@ def test_data_file_named_by_a_manifest_is_not_collected_twice(scripted: pytest.P
     result.stdout.fnmatch_lines(["qa.llmeval.yaml::w-2", "1 test collected*"])
 
 
+def test_an_edited_manifest_is_read_afresh_by_the_next_in_process_run(
+    scripted: pytest.Pytester,
+) -> None:
+    write_json(scripted, "one.golden.json", GOLDEN[:1])
+    write_json(scripted, "two.golden.json", GOLDEN[1:2])
+    manifest = scripted.path / "qa.llmeval.yaml"
+    manifest.write_text("suite: golden\ndata: one.golden.json\n")
+    result = scripted.runpytest("--collect-only", "-q", "--llmeval-runner", "echo")
+    result.stdout.fnmatch_lines(["qa.llmeval.yaml::w-2", "two.golden.json::s-1", "2 tests*"])
+    manifest.write_text("suite: golden\ndata: two.golden.json\n")
+    result = scripted.runpytest("--collect-only", "-q", "--llmeval-runner", "echo")
+    result.stdout.fnmatch_lines(["one.golden.json::w-2", "qa.llmeval.yaml::s-1", "2 tests*"])
+
+
 def test_manifest_with_unknown_suite_is_an_error_item(scripted: pytest.Pytester) -> None:
     write_json(scripted, "data.json", GOLDEN)
     scripted.path.joinpath("x.llmeval.yaml").write_text("# comment\nsuite: nope\ndata: data.json\n")

@@ -18,13 +18,13 @@ from pytest_llmeval.scoring.toolforge import (
     default_token_estimate,
     description_hash,
     diff_baseline,
-    format_console_summary,
     js_string,
     resolve_path,
     resolve_value,
     staleness_warnings,
     tokens_in,
 )
+from pytest_llmeval.suites.toolforge_console import format_console_summary
 
 SEED: dict[str, Any] = {
     "holdings": {

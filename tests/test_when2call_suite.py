@@ -235,7 +235,7 @@ def test_broken_rows_are_their_own_errors(w2c: pytest.Pytester) -> None:
         ("protocol: judge", "LLM-as-judge protocol needs a judge model: give --llmeval-judge"),
         ("prompt_format: chatml", "expected one of default, hermes, qwen2_5, llama3_2, xlam"),
         ("score: f1", "expected one of acc_norm, acc, acc_bytes, acc_tokens, got 'f1'"),
-        ("treshold: 3", "unknown option; When2Call options are"),
+        ("treshold: 3", "treshold: unknown option; when2call options are"),
         ("protocol: mcq-string\nscore: acc_norm", "mcq-string picks one label per case"),
     ],
 )

@@ -19,8 +19,8 @@ from typing import Literal
 
 import pytest
 
-from pytest_llmeval.collect import read_manifest
 from pytest_llmeval.errors import CaseFileError, FingerprintMismatch
+from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import BaselineDiff, diff, load_baseline
 from pytest_llmeval.report.gates import (

@@ -1,6 +1,7 @@
-"""tool-forge eval scoring: tokens, the twelve assertion checks, staleness, suite result, console.
+"""tool-forge eval scoring: tokens, the twelve assertion checks, staleness, suite result.
 
-Pure functions only. The rules are the tool-forge eval runner contract
+Pure functions only, and no presentation: the console summary is in
+:mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner contract
 (``shared/seeds/004_*.txt``) as decided in ``shared/spec/toolforge.md``: checks run in a fixed
 order, the verdict stops at the first failing unit, and units are counted as run or skipped.
 
@@ -531,7 +532,7 @@ def staleness_warnings(
 
 
 # ---------------------------------------------------------------------------------------------
-# Suite result, baseline diff, console summary
+# Suite result, baseline diff
 # ---------------------------------------------------------------------------------------------
 
 
@@ -675,44 +676,3 @@ def build_suite_result(
         "regressions": regressions,
         "newPasses": new_passes,
     }
-
-
-def format_console_summary(suite_result: Mapping[str, Any], width: int = 67) -> str:
-    """The contract's console summary of an EvalSuiteResult (no trailing newline).
-
-    Marks: ``✓`` passed, ``✗`` failed (with a ``→ error`` line), ``○`` skipped (``skipped`` in
-    the time column). Id, description and time are columns.
-    """
-    cases = list(suite_result.get("cases", []))
-    title = f"═══ {suite_result['toolName']} — {suite_result['tier']} evals "
-    lines = [title + "═" * max(3, width - len(title))]
-    id_width = max((len(str(case["id"])) for case in cases), default=0)
-    desc_width = max((len(str(case.get("description", ""))) for case in cases), default=0)
-    for case in cases:
-        skipped = bool(case.get("skipped"))
-        mark = "○" if skipped else "✓" if case["passed"] else "✗"
-        took = "skipped" if skipped else f"{js_string(case.get('durationMs', 0))}ms"
-        case_id = str(case["id"]).ljust(id_width)
-        description = str(case.get("description", "")).ljust(desc_width)
-        lines.append(f"  {mark} {case_id}  {description}  {took}")
-        if not skipped and not case["passed"]:
-            lines.append(f"    → {case.get('error') or 'failed'}")
-    lines.append("─" * width)
-    summary = suite_result["summary"]
-    parts = [f"{summary['passed']}/{summary['totalCases']} passed", f"{summary['failed']} failed"]
-    not_run = summary["totalCases"] - summary["passed"] - summary["failed"]
-    if not_run:
-        parts.append(f"{not_run} skipped")
-    parts += [
-        f"{summary['skippedAssertions']} skipped assertions",
-        f"{js_string(summary['totalDurationMs'])}ms total",
-    ]
-    lines.append("  " + " | ".join(parts))
-    lines += [f"  ⚠ {warning}" for warning in suite_result.get("stalenessWarnings", [])]
-    regressions = list(suite_result.get("regressions", []))
-    if regressions:
-        lines.append(f"  ⚠ REGRESSIONS ({len(regressions)}): {', '.join(regressions)}")
-    new_passes = list(suite_result.get("newPasses", []))
-    if new_passes:
-        lines.append(f"  ✓ new passes ({len(new_passes)}): {', '.join(new_passes)}")
-    return "\n".join(lines)

@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
@@ -49,6 +49,7 @@ from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.gaia_data import (
     ID_COLUMNS,
     LEVEL_COLUMN,
+    OPTIONS,
     QUESTION_COLUMNS,
     TRUTH_COLUMNS,
     GaiaOptions,
@@ -70,6 +71,9 @@ class GaiaSuite:
     """GAIA validation/test splits, through a manifest only."""
 
     name = "gaia"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
+    """Its manifest options; :func:`~pytest_llmeval.suites.gaia_data.read_options` checks
+    their values."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         """Never: a GAIA file is collected only when a manifest names it."""

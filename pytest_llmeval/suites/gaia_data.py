@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import a_json_type, iter_jsonl, read_json_document
+from pytest_llmeval.manifest import COMMON_OPTIONS
 from pytest_llmeval.suites.base import CaseSource
 
 QUESTION_COLUMNS = ("question", "Question")
@@ -44,12 +45,7 @@ ID_COLUMNS = ("task_id", "id")
 LEVEL_COLUMN = "Level"
 INSTALL_HINT = "pip install 'pytest-llmeval[gaia]'"
 
-KNOWN_OPTIONS = (
-    "suite",
-    "data",
-    "description",
-    "gates",
-    "misses",
+OPTIONS = (
     "limit",
     "shuffle",
     "seed",
@@ -61,6 +57,8 @@ KNOWN_OPTIONS = (
     "max_turns",
     "attachment_paths",
 )
+"""GAIA's own manifest options, besides the keys every suite takes
+(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`)."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +95,8 @@ def read_options(source: CaseSource) -> GaiaOptions:
     """Check the manifest options; any problem is one file-level error."""
     opts = source.options
     for key in opts:
-        if key not in KNOWN_OPTIONS:
-            known = ", ".join(KNOWN_OPTIONS[2:])
+        if key not in COMMON_OPTIONS and key not in OPTIONS:
+            known = ", ".join(OPTIONS)
             _option_error(source, key, f"unknown option; GAIA options are {known}")
     split_dir = _local_dir(source, "split_dir", source.path.parent)
     return GaiaOptions(

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_llmeval.errors import CaseFileError, RunnerError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, JudgeTask, Message, Transcript
@@ -80,6 +80,15 @@ class GoldenSuite:
     """Golden datasets (seed 002)."""
 
     name = "golden"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {
+        "thresholds": {
+            "type": ["object", "null"],
+            "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+        },
+        "judge_fallback": {"type": ["object", "null"]},
+    }
+    """Its manifest options and the JSON Schema of each: ``thresholds`` is
+    ``{category: {metric: minimum}}``, ``judge_fallback`` a verdict ``{scores, reason}``."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         row = first_row(path, head)

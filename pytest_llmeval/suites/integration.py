@@ -31,10 +31,11 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import iter_jsonl
+from pytest_llmeval.manifest import COMMON_OPTIONS
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.scoring.integration import (
     ABSENCE_PHRASES,
@@ -64,8 +65,9 @@ ITEM_KEYS = (
     "complexity", "negative_control", "locale_probe", "locale", "max_turns", "metadata",
     "attempts",
 )  # fmt: skip
-MANIFEST_KEYS = ("suite", "data", "description", "gates", "misses", "item_pass",
-                 "integration_span_cap", "mode")  # fmt: skip
+OPTIONS = ("item_pass", "integration_span_cap", "mode")
+"""The suite's own manifest options, besides the keys every suite takes
+(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`); the first two override the header's."""
 REPORT_VERSION = "1.0.0"
 
 
@@ -73,6 +75,8 @@ class IntegrationSuite:
     """Tool-integration datasets with a ``__header__`` line."""
 
     name = "integration"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
+    """Its manifest options; the suite checks their values with the header's."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         first = head.split(b"\n", 1)[0].strip()
@@ -317,11 +321,11 @@ def _config(source: CaseSource, header: dict[str, Any], mode: str) -> dict[str, 
     wins over ``--llmeval-integration-mode``)."""
     options = source.options
     for key in options:
-        if key not in MANIFEST_KEYS:
+        if key not in COMMON_OPTIONS and key not in OPTIONS:
             raise CaseFileError(
                 source.display,
                 None,
-                f"unknown option; integration options are {', '.join(MANIFEST_KEYS[2:])}",
+                f"unknown option; integration options are {', '.join(OPTIONS)}",
                 field=f"manifest option {key}",
             )
     mode = options.get("mode", mode)
@@ -332,7 +336,7 @@ def _config(source: CaseSource, header: dict[str, Any], mode: str) -> dict[str, 
             f"expected one of {', '.join(MODES)}, got {mode!r}",
             field="manifest option mode",
         )
-    merged = {**header, **{k: v for k, v in options.items() if k in MANIFEST_KEYS[5:7]}}
+    merged = {**header, **{k: v for k, v in options.items() if k in OPTIONS[:2]}}
     where = RowReader(source.display, 1, merged, prefix=f"{HEADER}.")
     gates = where.number_map("gates") or {}
     for name in gates:

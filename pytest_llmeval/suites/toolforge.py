@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
@@ -29,6 +29,7 @@ from pytest_llmeval.suites.base import (
 )
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import first_row, is_envelope, iter_cases, read_records
+from pytest_llmeval.suites.toolforge_console import format_console_summary
 
 _LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")
 _GROUP_FIELDS = ("toolsAcceptable", "responseContainsAny")
@@ -50,6 +51,8 @@ class ToolForgeSuite:
     """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
 
     name = "toolforge"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {}
+    """None beyond the keys every suite takes: a case file carries its own settings."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         if is_envelope(head):
@@ -167,7 +170,7 @@ class ToolForgeSuite:
         return {name: suite_result}
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return tf.format_console_summary(artifacts).splitlines()
+        return format_console_summary(artifacts).splitlines()
 
 
 def _identify(read: RowReader, tier: str) -> tuple[str, str]:

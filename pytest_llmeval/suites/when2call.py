@@ -41,11 +41,12 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_llmeval.errors import CaseFileError, RunnerError
+from pytest_llmeval.manifest import COMMON_OPTIONS
 from pytest_llmeval.models import (
     CaseResult,
     CaseScore,
@@ -73,8 +74,9 @@ Protocol = Literal["mcq-loglik", "mcq-string", "judge"]
 ScoreRule = Literal["acc_norm", "acc", "acc_bytes", "acc_tokens"]
 PROTOCOLS: tuple[Protocol, ...] = ("mcq-loglik", "mcq-string", "judge")
 SCORE_RULES: tuple[ScoreRule, ...] = ("acc_norm", "acc", "acc_bytes", "acc_tokens")
-OPTION_KEYS = ("suite", "data", "description", "gates", "misses",
-               *("protocol", "prompt_format", "score", "target_delimiter"))  # fmt: skip
+OPTIONS = ("protocol", "prompt_format", "score", "target_delimiter")
+"""When2Call's own manifest options, besides the keys every suite takes
+(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`)."""
 
 MCQ_STRING_SYSTEM = (
     "You judge how an AI assistant should respond to a user, given the tools it can use. "
@@ -100,14 +102,13 @@ class When2CallOptions(BaseModel):
 def read_options(source: CaseSource, judged: bool = False) -> When2CallOptions:
     """The manifest's When2Call options; a problem is one error naming the option.
     ``judged``: whether the session has a judge (``--llmeval-judge-runner``)."""
-    given = {k: v for k, v in source.options.items() if k not in ("suite", "data")}
+    given = {k: v for k, v in source.options.items() if k not in COMMON_OPTIONS}
     for key in given:
-        if key not in OPTION_KEYS:
-            known = ", ".join(OPTION_KEYS[2:])
+        if key not in OPTIONS:
+            known = ", ".join(OPTIONS)
             raise _option_error(source, key, f"unknown option; When2Call options are {known}")
-    picked = {k: v for k, v in given.items() if k not in ("description", "gates", "misses")}
     try:
-        options = When2CallOptions.model_validate(picked)
+        options = When2CallOptions.model_validate(given)
     except ValidationError as exc:
         problem = exc.errors()[0]
         key = str(problem["loc"][0]) if problem["loc"] else "options"
@@ -139,6 +140,8 @@ class When2CallSuite:
     """NVIDIA When2Call test files (``when2call_test_llm_judge.jsonl``, ``..._mcq.jsonl``)."""
 
     name = "when2call"
+    manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
+    """Its manifest options; :func:`read_options` checks their values."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         row = first_row(path, head)

@@ -39,25 +39,23 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import ValidationError
 
-from pytest_llmeval import __version__
 from pytest_llmeval.errors import LLMEvalError, RunDirError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
-from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
+from pytest_llmeval.rundir.models import MergedFrom, Report
 from pytest_llmeval.rundir.read import RunRecord, read_run
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.sharding import in_shard
@@ -112,9 +110,6 @@ class MergeError(LLMEvalError):
 # --------------------------------------------------------------------------------------------
 # reading run dirs
 
-RunDir = RunRecord
-"""A shard run dir as a merge reads it (:func:`pytest_llmeval.rundir.read.read_run`)."""
-
 
 def load_run(path: Path) -> RunRecord:
     """Read ``path``'s manifest, report, results (journal first) and runner fingerprints."""
@@ -122,11 +117,6 @@ def load_run(path: Path) -> RunRecord:
         return read_run(path, report_required=True)
     except RunDirError as exc:
         raise MergeError([str(exc)]) from None
-
-
-def _body(run: RunRecord) -> dict[str, Any]:
-    """The run's ``report.json`` body (read with the run: never ``None`` in a merge)."""
-    return run.report.dump() if run.report is not None else {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,7 +147,7 @@ class ShardCheck:
         )
 
 
-def check_shards(runs: Sequence[RunDir], count: int | None = None) -> ShardCheck:
+def check_shards(runs: Sequence[RunRecord], count: int | None = None) -> ShardCheck:
     """Check that ``runs`` are the shards ``0/N .. N-1/N`` of one run, each once.
 
     ``count`` (N) is taken from the shards unless given.
@@ -182,7 +172,7 @@ def check_shards(runs: Sequence[RunDir], count: int | None = None) -> ShardCheck
             check.problems.append(f"the shards are not of one split into N: {shown}")
     else:
         check.count = count
-        by_index: dict[int, list[RunDir]] = {}
+        by_index: dict[int, list[RunRecord]] = {}
         for run in sharded:
             assert run.shard is not None
             by_index.setdefault(run.shard[0], []).append(run)
@@ -223,7 +213,7 @@ def _capped(lines: list[str], what: str) -> list[str]:
     return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more {what}"]
 
 
-def disagreements(runs: Sequence[RunDir]) -> list[str]:
+def disagreements(runs: Sequence[RunRecord]) -> list[str]:
     """Settings and fingerprints on which some run dir differs from the first one."""
     if len(runs) < 2:
         return []
@@ -242,7 +232,7 @@ def disagreements(runs: Sequence[RunDir]) -> list[str]:
     return out
 
 
-def comparable_settings(run: RunDir) -> dict[str, Any]:
+def comparable_settings(run: RunRecord) -> dict[str, Any]:
     """The settings that decide results; paths under the rootdir are made relative to it."""
     settings = run.manifest.settings
     rootdir = str(settings.get("rootdir") or "")
@@ -266,7 +256,7 @@ def _relative(value: Any, rootdir: str) -> Any:
     return value
 
 
-def fingerprint_differences(a: RunDir, b: RunDir) -> list[str]:
+def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
     """The fingerprints of two run dirs' reports that differ.
 
     The runner is compared when both runs used exactly one (a run with no cases has none);
@@ -274,7 +264,7 @@ def fingerprint_differences(a: RunDir, b: RunDir) -> list[str]:
     cases come from).
     """
     out: list[str] = []
-    mine, yours = _body(a), _body(b)
+    mine, yours = a.report_body, b.report_body
     keys = [k for k in FINGERPRINT_KEYS if k in mine or k in yours]
     for key in keys:
         if key == "runner_fingerprint" and None in (mine.get(key), yours.get(key)):
@@ -320,16 +310,8 @@ class Merged:
         """0 or 1, as the unsharded session would exit (``--llmeval-exit-on`` included)."""
         return self.verdict.exit_code(self.results, self.settings.exit_on)
 
-    @property
-    def gates_passed(self) -> bool | None:
-        return self.verdict.gates_passed
 
-    @property
-    def gate_problems(self) -> list[str]:
-        return self.verdict.gate_problems
-
-
-def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
+def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     """The merged run of ``runs``, in memory (nothing is written).
 
     A case in several run dirs is taken from the first; :func:`check_shards` is where that is
@@ -373,11 +355,11 @@ def combine(runs: Sequence[RunDir], out_dir: Path) -> Merged:
     return Merged(settings, writer, results, runners, report, judged)
 
 
-def _shard_fingerprints(report: Report, runs: Sequence[RunDir]) -> None:
+def _shard_fingerprints(report: Report, runs: Sequence[RunRecord]) -> None:
     """Take the dataset hashes and header fingerprints the shards recorded (they agree)."""
     datasets: dict[str, str] = {}
     for run in runs:
-        for name, digest in _body(run).get("datasets", {}).items():
+        for name, digest in run.report_body.get("datasets", {}).items():
             datasets.setdefault(name, digest)
     names = {r.file for run in runs for r in run.results}
     datasets = {k: v for k, v in datasets.items() if k in names}
@@ -387,7 +369,7 @@ def _shard_fingerprints(report: Report, runs: Sequence[RunDir]) -> None:
     for key in FINGERPRINT_KEYS:
         if key in ("report_version", "plugin_version", "runner_fingerprint"):
             continue  # the merged report is made by this plugin from the merged runners
-        values = [_body(run)[key] for run in runs if key in _body(run)]
+        values = [run.report_body[key] for run in runs if key in run.report_body]
         if values:
             setattr(report, key, values[0])
 
@@ -396,7 +378,7 @@ def _shard_fingerprints(report: Report, runs: Sequence[RunDir]) -> None:
 # writing
 
 
-def write_merged(merged: Merged, runs: Sequence[RunDir], invocation: Sequence[str]) -> list[str]:
+def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence[str]) -> list[str]:
     """Write the merged run dir: reports, a journal of the results, the manifest."""
     writer = merged.writer
     out_dir = writer.run_dir
@@ -415,40 +397,35 @@ def write_merged(merged: Merged, runs: Sequence[RunDir], invocation: Sequence[st
     started = sorted(r.manifest.started for r in ordered if r.manifest.started)
     finished = sorted(r.manifest.finished for r in ordered if r.manifest.finished)
     writer.write_manifest(
-        RunManifest(
-            run_id=writer.run_id,
-            plugin_version=__version__,
-            python=sys.version.split()[0],
-            pytest=pytest.__version__,
-            started=started[0] if started else None,
-            finished=finished[-1] if finished else None,
-            duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
-            settings=writer.redactor.value(merged.settings.public_dict()),
-            invocation=writer.redactor.value(list(invocation)),
-            git=first.git,
-            environment=first.environment,
-            attempt=1,
-            shard=None,
-            merged_from=[
-                MergedFrom(
-                    run_dir=str(run.path),
-                    run_id=run.manifest.run_id,
-                    shard=list(run.shard) if run.shard else None,
-                    cases=len(run.results),
-                    duration_s=run.manifest.duration_s,
-                )
-                for run in ordered
-            ],
-            artifacts=written,
-        )
+        settings=merged.settings,
+        invocation=invocation,
+        started=started[0] if started else None,
+        finished=finished[-1] if finished else None,
+        duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
+        git=first.git,
+        environment=first.environment,
+        attempt=1,
+        artifacts=written,
+        merged_from=[
+            MergedFrom(
+                run_dir=str(run.path),
+                run_id=run.manifest.run_id,
+                shard=list(run.shard) if run.shard else None,
+                cases=len(run.results),
+                duration_s=run.manifest.duration_s,
+            )
+            for run in ordered
+        ],
     )
     merged.written = written
     leaks = find_leaks([out_dir], writer.redactor.secrets)
-    merged.verdict.faults += [f"leak check: a configured secret's value is in {p}" for p in leaks]
+    merged.verdict.faults += [
+        Fault("leak", f"leak check: a configured secret's value is in {p}") for p in leaks
+    ]
     return written
 
 
-def _prepare_out_dir(out_dir: Path, runs: Sequence[RunDir]) -> None:
+def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
     """``out_dir`` must be new, empty, or an earlier merge's output (which is replaced)."""
     resolved = out_dir.resolve()
     for run in runs:
@@ -478,7 +455,7 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], invocation: Sequence[str] = (
     """Check, combine and write; raises :class:`MergeError` listing every problem."""
     if not run_dirs:
         raise MergeError(["no run dirs to merge"])
-    runs: list[RunDir] = []
+    runs: list[RunRecord] = []
     problems: list[str] = []
     for path in run_dirs:
         try:
@@ -499,7 +476,7 @@ def merge_lines(merged: Merged, shards: int) -> list[str]:
     """What the command prints: the summary, each gate, the decision and the exit status."""
     lines = console.summary_lines(merged.report.dump())
     lines += console.verdict_lines(merged.verdict)
-    lines += [fault for fault in merged.verdict.faults if fault.startswith("leak check")]
+    lines += merged.verdict.faults_of("leak")
     out = merged.writer.run_dir
     lines.append(
         f"llmeval merge: {shards} shard(s), {len(merged.results)} case(s) -> {out}; "

@@ -6,14 +6,12 @@ results reach it on the test reports, from this process or from xdist workers al
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_llmeval import __version__
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import find_leaks
@@ -21,8 +19,9 @@ from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
+from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
-from pytest_llmeval.rundir.models import Report, RunManifest
+from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.state import LLMEvalState
 
 session_report_key = pytest.StashKey["SessionReport"]()
@@ -40,6 +39,7 @@ class SessionReport:
         self.report: Report | None = None
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.verdict = verdict.Verdict()
+        self.mlflow_run_id: str | None = None
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
         for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
             self.results[nodeid] = result
@@ -74,7 +74,7 @@ class SessionReport:
             try:
                 self._write()
             except (OSError, LLMEvalError) as exc:
-                self.verdict.faults.append(f"could not write the run dir: {exc}")
+                self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up
             session.testscollected += len(reports) // 3
@@ -111,24 +111,16 @@ class SessionReport:
         extra = "\n" + diff_markdown(diff) if diff else ""
         written = writer.write(results, report, self.file_artifacts, extra)
         finished = datetime.now(timezone.utc)
-        redact = state.redactor
         writer.write_manifest(
-            RunManifest(
-                run_id=state.run_id,
-                plugin_version=__version__,
-                python=sys.version.split()[0],
-                pytest=pytest.__version__,
-                started=self.started.isoformat(),
-                finished=finished.isoformat(),
-                duration_s=round((finished - self.started).total_seconds(), 3),
-                settings=redact.value(settings.public_dict()),
-                invocation=redact.value(list(state.config.invocation_params.args)),
-                git=git_state(settings.rootdir),
-                environment=redact.value(filtered_environment()),
-                attempt=state.attempt,
-                shard=list(settings.shard) if settings.shard else None,
-                artifacts=written,
-            )
+            settings=settings,
+            invocation=state.config.invocation_params.args,
+            started=self.started.isoformat(),
+            finished=finished.isoformat(),
+            duration_s=round((finished - self.started).total_seconds(), 3),
+            git=git_state(settings.rootdir),
+            environment=filtered_environment(),
+            attempt=state.attempt,
+            artifacts=written,
         )
         if settings.mlflow:
             try:
@@ -139,9 +131,7 @@ class SessionReport:
                     secrets=state.secrets,
                 )
             except MlflowLogError as exc:  # the run dir is complete; report and fail
-                self.verdict.faults.append(str(exc))
-
-    mlflow_run_id: str | None = None
+                self.verdict.faults.append(Fault("mlflow", str(exc)))
 
     # -- leak check --------------------------------------------------------------------------
 
@@ -152,7 +142,7 @@ class SessionReport:
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
             for path in leaks:
                 message = f"leak check: a configured secret's value is in {path}"
-                self.verdict.faults.append(message)
+                self.verdict.faults.append(Fault("leak", message))
                 if reporter is not None:
                     reporter.write_line(f"llmeval: {message}", red=True)
 
@@ -184,15 +174,13 @@ class SessionReport:
             if suite is not None:
                 for line in suite.console_lines(value):
                     terminalreporter.write_line(line)
-        faults = [f for f in self.verdict.faults if not f.startswith("leak check")]
-        unwritten = [f for f in faults if f.startswith("could not write")]
+        unwritten = self.verdict.faults_of("write")
         for fault in unwritten:
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.run_dir is not None and not unwritten:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
-        for fault in faults:  # MLflow (leaks were printed as they were found)
-            if fault not in unwritten:
-                terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
+            terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.mlflow_run_id is not None:
             experiment = self.state.settings.mlflow_experiment
             terminalreporter.write_line(

@@ -50,7 +50,6 @@ from pytest_llmeval.report.merge import (
     FINGERPRINT_KEYS,
     Merged,
     MergeError,
-    RunDir,
     check_shards,
     combine,
     disagreements,
@@ -58,6 +57,7 @@ from pytest_llmeval.report.merge import (
     write_merged,
 )
 from pytest_llmeval.rundir.files import is_run_dir, write_json
+from pytest_llmeval.rundir.read import RunRecord
 
 DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """Set for every pytest subprocess the validator starts."""
@@ -196,8 +196,8 @@ def validate(
     (a case in two shards counts once) so that the comparison can still say what differs.
     """
     base = load_run(unsharded)
-    base_body = base.report.dump() if base.report is not None else {}
-    runs: list[RunDir] = []
+    base_body = base.report_body
+    runs: list[RunRecord] = []
     problems: list[str] = []
     for path in shard_dirs:
         try:
@@ -258,7 +258,7 @@ def validate(
                     f"gate {name}: {'passed' if want[0] else 'failed'} ({want[1]}) unsharded, "
                     f"{'passed' if got[0] else 'failed'} ({got[1]}) merged"
                 )
-        gate_diffs += [f"gate problem: {problem}" for problem in merged.gate_problems]
+        gate_diffs += [f"gate problem: {problem}" for problem in merged.verdict.gate_problems]
     else:
         gate_diffs.append("no merged run to compare gates with")
 
@@ -297,7 +297,7 @@ def validate(
         "metrics_match": metrics_match,
         "gates_ok": gates_ok,
         "gate_diffs": gate_diffs,
-        "gates_passed": merged.gates_passed if merged is not None else None,
+        "gates_passed": merged.verdict.gates_passed if merged is not None else None,
         "merged_exit_code": merged.exit_code if merged is not None else None,
         "problems": problems,
         "atol": atol,

@@ -37,6 +37,7 @@ from pytest_llmeval.settings import Settings
 __all__ = [
     "BASELINE_NODE",
     "GATES_NODE",
+    "Fault",
     "Verdict",
     "cli_gates",
     "exit_status",
@@ -50,6 +51,18 @@ BASELINE_NODE = "llmeval-baseline::no-regressions"
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
+FaultKind = Literal["write", "mlflow", "leak"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A reason the run fails that is neither a gate nor the baseline."""
+
+    kind: FaultKind
+    """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
+    configured secret's value is in a written file."""
+    message: str
+
 
 @dataclass
 class Verdict:
@@ -61,8 +74,11 @@ class Verdict:
     baseline_diff: BaselineDiff | None = None
     baseline_refusal: str | None = None
     """Why the baseline was not compared (fingerprints differ, unreadable ...)."""
-    faults: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
     """Other reasons the run fails: the run dir could not be written, MLflow, a leak."""
+
+    def faults_of(self, kind: FaultKind) -> list[str]:
+        return [f.message for f in self.faults if f.kind == kind]
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -136,20 +152,21 @@ def judge(
 ) -> Verdict:
     """Check ``gates`` and the suites' own gates against ``report`` and compare it with the
     settings' baseline; both are written into ``report`` (``gates``, ``baseline``)."""
-    body = report.dump()
+    body = report.without_baseline().dump()
     verdict = Verdict(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
         gate_problems=list(gate_problems),
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
     if settings.baseline is not None:
+        if report.gates is not None:  # the diff compares gates too: the body gets them
+            body["gates"] = report.gates.model_dump(mode="json")
+        else:
+            body.pop("gates", None)
         try:
             baseline = load_baseline(settings.baseline)
             verdict.baseline_diff = diff(
-                report.without_baseline().dump(),
-                results,
-                baseline,
-                allow_mismatch=settings.baseline_allow_mismatch,
+                body, results, baseline, allow_mismatch=settings.baseline_allow_mismatch
             )
         except (FingerprintMismatch, ValueError) as exc:
             verdict.baseline_refusal = str(exc)

@@ -8,11 +8,14 @@ redactor and is written atomically; the file names come from
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval import __version__
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult
@@ -22,7 +25,8 @@ from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import render_html
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
-from pytest_llmeval.rundir.models import Report, RunManifest
+from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
+from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
 
 __all__ = ["RunWriter", "events"]
@@ -112,9 +116,42 @@ class RunWriter:
         write_text(layout.html, redact.text(render_html(body, results)))
         return sorted([*REPORT_FILES, *(name for name, _ in file_artifacts)])
 
-    def write_manifest(self, manifest: RunManifest) -> None:
-        """``manifest.json``, once, after every other file (it lists them)."""
+    def write_manifest(
+        self,
+        *,
+        settings: Settings,
+        invocation: Sequence[str],
+        started: str | None,
+        finished: str | None,
+        duration_s: float,
+        git: dict[str, Any] | None,
+        environment: dict[str, Any] | None,
+        attempt: int,
+        artifacts: list[str],
+        merged_from: list[MergedFrom] | None = None,
+    ) -> RunManifest:
+        """``manifest.json``, once, after every other file (it lists them): this plugin's and
+        this interpreter's versions, and the settings, invocation and environment redacted."""
+        redact = self.redactor
+        manifest = RunManifest(
+            run_id=self.run_id,
+            plugin_version=__version__,
+            python=sys.version.split()[0],
+            pytest=_pytest_version(),
+            started=started,
+            finished=finished,
+            duration_s=duration_s,
+            settings=redact.value(settings.public_dict()),
+            invocation=redact.value(list(invocation)),
+            git=git,
+            environment=redact.value(environment),
+            attempt=attempt,
+            shard=list(settings.shard) if settings.shard else None,
+            artifacts=artifacts,
+            merged_from=merged_from,
+        )
         write_json(self.layout.manifest, manifest.dump())
+        return manifest
 
     def _suite_markdown(self, file_artifacts: Sequence[tuple[str, Any]]) -> str:
         """The sections suites add to ``summary.md`` for their per-file artifacts."""
@@ -129,6 +166,14 @@ class RunWriter:
     def _row(self, result: CaseResult) -> dict[str, Any]:
         """A case's line of ``results.jsonl``: the result without its events, redacted."""
         return self.redactor.value(result.model_dump(mode="json", exclude={"events"}))  # type: ignore[no-any-return]
+
+
+def _pytest_version() -> str:
+    """pytest's version, read without importing pytest (``summarize`` runs without it)."""
+    try:
+        return version("pytest")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:

@@ -7,6 +7,7 @@ read), otherwise from ``results.jsonl``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,11 @@ class RunRecord:
     """Sorted by node id."""
     runners: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Runner fingerprint id -> fingerprint, from the journal and the report."""
+
+    @functools.cached_property
+    def report_body(self) -> dict[str, Any]:
+        """The report as ``report.json`` holds it (``{}`` without one), dumped once."""
+        return self.report.dump() if self.report is not None else {}
 
     @property
     def layout(self) -> RunLayout:

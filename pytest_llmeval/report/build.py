@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from pytest_llmeval import __version__
+from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.repeats import suite_statistics
@@ -58,7 +61,15 @@ def build_report(
         if judged:
             body["judge"] = judge_statistics(judged)
         model = getattr(suite, "section_model", SuiteSection)
-        suite_reports[name] = model.model_validate(body)
+        try:
+            suite_reports[name] = model.model_validate(body)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise LLMEvalError(
+                f"suite {name!r}: its aggregate does not fit {model.__name__}: "
+                f"{where}: {error['msg']}"
+            ) from None
     runner_ids = sorted(runners)
     return Report(
         plugin_version=__version__,

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from pytest_llmeval.rundir.comparison import BaselineDiff
 
 __all__ = [
     "REPORT_VERSION",
+    "Accuracy",
     "Gate",
     "GateOp",
     "GateResult",
     "GateSource",
     "GatesSection",
+    "Number",
     "Report",
     "RunManifest",
     "SuiteSection",
@@ -53,6 +55,16 @@ class Totals(BaseModel):
     errors: int
     skipped: int
     pass_rate: float | None
+
+
+class Accuracy(BaseModel):
+    """``correct / questions`` (``None`` for no questions)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accuracy: Number | None
+    correct: int
+    questions: int
 
 
 class SuiteSection(Totals):
@@ -120,8 +132,9 @@ class Report(BaseModel):
     report_version: str = REPORT_VERSION
     plugin_version: str
     totals: Totals
-    suites: dict[str, SuiteSection]
-    """Per suite, by name (sorted)."""
+    suites: dict[str, SerializeAsAny[SuiteSection]]
+    """Per suite, by name (sorted); each dumped as its own (sub)class, a suite's typed fields
+    included."""
     datasets: dict[str, str]
     """Data file (relative to the rootdir) -> sha256 of its bytes."""
     dataset_sha256: str

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.rundir.models import Accuracy, Number, SuiteSection
 from pytest_llmeval.scoring import gaia
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -67,10 +68,21 @@ RAW_OUTPUT_CHARS = 2000
 """``details.raw_output`` keeps this many characters (``response`` in results is complete)."""
 
 
+class GaiaSection(SuiteSection):
+    """``report.json`` ``suites.gaia``: the leaderboard accuracy, overall and per level."""
+
+    accuracy: Number | None
+    correct: int
+    questions: int
+    levels: dict[str, Accuracy]
+    unleveled: Accuracy
+
+
 class GaiaSuite:
     """GAIA validation/test splits, through a manifest only."""
 
     name = "gaia"
+    section_model = GaiaSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
     """Its manifest options; :func:`~pytest_llmeval.suites.gaia_data.read_options` checks
     their values."""

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.redact import public_url
+from pytest_llmeval.rundir.models import SuiteSection
 from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -47,10 +48,18 @@ _PARAM_ASSERTIONS = ("equals", "contains", "oneOf", "exists", "notExists", "matc
 _TIER_SUFFIX = re.compile(r"\.(golden|labeled)$")
 
 
+class ToolForgeSection(SuiteSection):
+    """``report.json`` ``suites.toolforge``: the counts and the assertion units run/skipped."""
+
+    assertions_run: int
+    assertions_skipped: int
+
+
 class ToolForgeSuite:
     """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
 
     name = "toolforge"
+    section_model = ToolForgeSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {}
     """None beyond the keys every suite takes: a case file carries its own settings."""
 

@@ -62,7 +62,13 @@ from pytest_llmeval.scoring.judge import agreement as judge_agreement
 from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import first_row, iter_cases, read_records
-from pytest_llmeval.suites.when2call_metrics import LABELS, aggregate, console, markdown
+from pytest_llmeval.suites.when2call_metrics import (
+    LABELS,
+    When2CallSection,
+    aggregate,
+    console,
+    markdown,
+)
 from pytest_llmeval.suites.when2call_prompts import (
     FORMATS,
     PromptFormat,
@@ -140,6 +146,7 @@ class When2CallSuite:
     """NVIDIA When2Call test files (``when2call_test_llm_judge.jsonl``, ``..._mcq.jsonl``)."""
 
     name = "when2call"
+    section_model = When2CallSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
     """Its manifest options; :func:`read_options` checks their values."""
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring.classification import (
     accuracy,
     confusion_matrix,
@@ -43,6 +44,26 @@ LABELS = ("direct", "tool_call", "request_for_info", "cannot_answer")
 GOLD_LABELS = LABELS[1:]
 """The labels that occur as gold (``direct`` is always a distractor)."""
 RULES = ("acc", "acc_norm", "acc_bytes", "acc_tokens")
+
+
+class When2CallSection(SuiteSection):
+    """``report.json`` ``suites.when2call`` (seed 003 §7); the rest (per-class figures, label
+    counts, stability under repeats) stays as extra fields."""
+
+    n: int
+    protocol: str | None
+    primary: str | None
+    acc: Number | None
+    acc_stderr: Number | None
+    acc_norm: Number | None
+    acc_norm_stderr: Number | None
+    labels: list[str]
+    confusion_matrix: list[list[int]]
+    macro_f1_3: Number | None
+    macro_f1_4: Number | None
+    tool_hallucination_rate: Number | None
+    tool_hallucination_n: int
+    unparsed: int
 
 
 def _round(value: float | None) -> float | None:

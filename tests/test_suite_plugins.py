@@ -1,0 +1,91 @@
+"""A third party's suite, registered through ``pytest_llmeval_register_suites`` as the
+built-in ones are: it claims its files, scores its cases and owns its typed ``report.json``
+section."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+SUITE_CONFTEST = '''
+from pytest_llmeval.api import CaseScore, EvalCase, Message
+from pytest_llmeval.rundir.models import SuiteSection
+from pytest_llmeval.suites.base import base_totals
+
+
+class ShoutSection(SuiteSection):
+    shouted: int
+
+
+class ShoutSuite:
+    """``*.shout.txt``: one line, one case; it passes when the answer is upper case."""
+
+    name = "shout"
+    section_model = ShoutSection
+
+    def claims(self, path, head):
+        return path.name.endswith(".shout.txt")
+
+    def load(self, source, ctx):
+        lines = source.path.read_text().splitlines()
+        for number, text in enumerate(lines, 1):
+            yield EvalCase(case_id=f"l{number}", suite=self.name, file=source.display,
+                           line=number, messages=[Message(role="user", content=text)])
+
+    def score(self, case, transcript, ctx):
+        shouted = transcript.response == transcript.response.upper()
+        return CaseScore(passed=shouted, details={"shouted": shouted},
+                         failure=None if shouted else "not shouted")
+
+    def aggregate(self, results):
+        return {**base_totals(results),
+                "shouted": SHOUTED(sum(bool(r.details.get("shouted")) for r in results))}
+
+    def file_artifacts(self, source, results, ctx, run_id):
+        return {}
+
+    def console_lines(self, artifacts):
+        return []
+
+
+def pytest_llmeval_register_suites(registry):
+    registry.register(ShoutSuite())
+'''
+
+
+def _project(pytester: pytest.Pytester, shouted: str) -> None:
+    pytester.makeconftest(SUITE_CONFTEST.replace("SHOUTED", shouted))
+    pytester.makefile(".shout.txt", greetings="HELLO\nquiet please\n")
+    pytester.makeini(
+        textwrap.dedent("""
+        [pytest]
+        llmeval_files = *.shout.txt
+    """)
+    )
+
+
+def test_a_registered_suite_collects_scores_and_reports(pytester: pytest.Pytester) -> None:
+    _project(pytester, "int")
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "-m", "shout"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    section = report["suites"]["shout"]
+    assert section["shouted"] == 1  # the suite's own typed field
+    assert section["total"] == 2 and section["passed"] == 1
+
+
+def test_an_aggregate_that_does_not_fit_its_section_is_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    _project(pytester, "'{} times'.format")  # "1 times" where the section wants a number
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*could not write the run dir: suite 'shout': its aggregate does not fit "
+         "ShoutSection: shouted: *"]
+    )  # fmt: skip
+    assert "Traceback" not in result.stdout.str()

@@ -26,7 +26,7 @@ Base layer: this module imports nothing of the plugin above errors, loading and 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,9 @@ MAX_SHOWN_PATH = 200
 
 
 @dataclass(frozen=True, eq=False)
-class Manifest(Mapping[str, Any]):
-    """A manifest whose common keys are valid. It reads as the mapping it holds
-    (``manifest["suite"]``, ``manifest.get("gates")``)."""
+class Manifest:
+    """A manifest whose common keys are valid: typed properties for them, every key as
+    written in :attr:`options`."""
 
     path: Path
     """The manifest file."""
@@ -69,15 +69,6 @@ class Manifest(Mapping[str, Any]):
     """The 1-based line of each top-level key."""
     document: safe_yaml.YamlDocument | None = field(default=None, repr=False)
     """The parsed document, for the line of a nested value."""
-
-    def __getitem__(self, key: str) -> Any:
-        return self.options[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.options)
-
-    def __len__(self) -> int:
-        return len(self.options)
 
     @property
     def suite(self) -> str:

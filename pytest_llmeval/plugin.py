@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import pytest
 
@@ -108,7 +108,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
     return EvalFile.from_parent(parent, path=file_path, state=state)
 
 
-def _is_eval_item(item: Any) -> bool:
+def _is_eval_item(item: pytest.Item) -> TypeGuard[EvalItem]:
     return isinstance(item, EvalItem)
 
 

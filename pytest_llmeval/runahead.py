@@ -9,7 +9,7 @@ reaches them. :meth:`RunAhead.transcript_for` is what an item's setup waits on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pytest
 
@@ -46,7 +46,9 @@ class RunAhead:
             return own
         return self.file_repeats.get(case.file, self.settings.repeats)
 
-    def plan(self, items: list[pytest.Item], eval_items: Callable[[Any], bool]) -> None:
+    def plan(
+        self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[EvalItem]]
+    ) -> None:
         """Work out which eval items (``eval_items(item)``) this process runs, in order, for
         the dispatcher."""
         if hasattr(self.config, "workerinput"):
@@ -54,7 +56,7 @@ class RunAhead:
             ordered = [items[i] for i in indices] if indices is not None else []
         else:
             ordered = list(items)
-        self._order = [i for i in ordered if eval_items(i) and i.runnable]  # type: ignore[attr-defined]
+        self._order = [i for i in ordered if eval_items(i) and i.runnable]
         self.dispatcher.set_order([item.nodeid for item in self._order])
 
     def transcript_for(self, item: EvalItem) -> Transcript:

@@ -38,7 +38,8 @@ class ShardSpecError(ConfigError, ValueError):
 
 
 class _HasNodeId(Protocol):
-    nodeid: str
+    @property
+    def nodeid(self) -> str: ...
 
 
 _T = TypeVar("_T", bound=_HasNodeId)

@@ -94,7 +94,10 @@ class LLMEvalState:
             items[:] = keep
 
     def keep_shard(
-        self, config: pytest.Config, items: list[pytest.Item], is_eval: Callable[[Any], bool]
+        self,
+        config: pytest.Config,
+        items: list[pytest.Item],
+        is_eval: Callable[[pytest.Item], bool],
     ) -> None:
         """With ``--llmeval-shard I/N``, deselect the eval items of the other shards (by the
         stable hash of the case id); other tests are not sharded."""

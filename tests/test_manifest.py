@@ -38,7 +38,7 @@ def test_a_manifest_reads_as_its_mapping_with_a_line_per_key(tmp_path: Path) -> 
         3,
         "fail",
     )
-    assert manifest["suite"] == "golden" and manifest.get("gates") == ["pass_rate >= 0.5"]
+    assert manifest.suite == "golden" and manifest.gates == ["pass_rate >= 0.5"]
     assert manifest.lines == {"suite": 2, "data": 3, "repeats": 4, "gates": 5}
     assert manifest.line_of(("gates", 0)) == 6
     assert manifest.line_of(("misses",)) is None
@@ -104,7 +104,7 @@ def test_anchors_within_the_limits_are_fine(tmp_path: Path) -> None:
         "suite: golden\ndata: d.json\nthresholds:\n  a: &t {regex: 1.0}\n  b: *t\n"
         "  c:\n    <<: *t\n    exact_match: 0.5\n",
     )
-    assert manifest["thresholds"] == {
+    assert manifest.options["thresholds"] == {
         "a": {"regex": 1.0},
         "b": {"regex": 1.0},
         "c": {"regex": 1.0, "exact_match": 0.5},

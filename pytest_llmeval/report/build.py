@@ -71,13 +71,15 @@ def build_report(
                 f"{where}: {error['msg']}"
             ) from None
     runner_ids = sorted(runners)
-    return Report(
-        plugin_version=__version__,
-        totals=base_totals(results),
-        suites=suite_reports,
-        datasets=dict(sorted(datasets.items())),
-        dataset_sha256=fingerprint(sorted(datasets.items())),
-        runner_fingerprint=runner_ids[0] if len(runner_ids) == 1 else None,
-        runners={rid: runners[rid] for rid in runner_ids},
-        **extra_fingerprints,
+    return Report.model_validate(
+        {
+            "plugin_version": __version__,
+            "totals": base_totals(results),
+            "suites": suite_reports,
+            "datasets": dict(sorted(datasets.items())),
+            "dataset_sha256": fingerprint(sorted(datasets.items())),
+            "runner_fingerprint": runner_ids[0] if len(runner_ids) == 1 else None,
+            "runners": {rid: runners[rid] for rid in runner_ids},
+            **extra_fingerprints,
+        }
     )

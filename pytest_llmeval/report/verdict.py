@@ -22,16 +22,15 @@ import pytest
 from pytest_llmeval.errors import CaseFileError, FingerprintMismatch
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.report.baseline import BaselineDiff, diff, load_baseline
+from pytest_llmeval.report.baseline import diff, load_baseline
 from pytest_llmeval.report.gates import (
-    Gate,
-    GateResult,
     evaluate_gates,
     parse_gate,
     parse_gate_spec,
     suite_gate_results,
 )
-from pytest_llmeval.rundir.models import GatesSection, Report
+from pytest_llmeval.rundir.comparison import BaselineDiff
+from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
 from pytest_llmeval.settings import Settings
 
 __all__ = [
@@ -225,11 +224,10 @@ def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[
         except CaseFileError as exc:
             problems.append(str(exc))
             continue
-        spec = manifest.get("gates")
-        if spec is None:
+        if manifest.gates is None:
             continue
         try:
-            gates += parse_gate_spec(spec, "manifest", default_suite=manifest["suite"])
+            gates += parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
         except ValueError as exc:
             problems.append(f"{name}: gates: {exc}")
     return gates, problems

@@ -42,8 +42,7 @@ SUFFIX = ".llmeval.yaml"
 MAX_BYTES = safe_yaml.MAX_BYTES
 """The largest manifest read (1 MiB)."""
 
-_SCHEMA: Any = schemas.shipped("manifest").schema
-COMMON_OPTIONS: frozenset[str] = frozenset(_SCHEMA["properties"])
+COMMON_OPTIONS: frozenset[str] = frozenset(schemas.schema("manifest")["properties"])
 """The keys any suite's manifest may hold: ``suite``, ``data``, ``description``, ``gates``,
 ``misses``, ``repeats``."""
 

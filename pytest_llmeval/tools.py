@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
 from pytest_llmeval import safe_yaml, schemas
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolSpec
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import SchemaError
 
 
 class ToolRegistry:
@@ -141,8 +142,8 @@ def _check(path: Path, document: _Document) -> None:
         if parameters is None:
             continue
         try:
-            validator_for(parameters).check_schema(parameters)
-        except SchemaError as exc:
+            _validator_for(parameters).check_schema(parameters)
+        except _schema_error() as exc:
             inner, message = schemas.explain(exc)
             raise _tool_error(
                 path, document, prefix, (*at, "parameters", *inner), message
@@ -194,3 +195,17 @@ def _tool(path: Path, index: int, item: Any) -> ToolSpec:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise ConfigError(f"{path}: tools[{index}].{field}: {err['msg']}") from None
+
+
+def _validator_for(schema: dict[str, Any]) -> Any:
+    """The validator class ``jsonschema`` picks for a tool's ``parameters`` (its ``$schema``,
+    else the latest draft); imported on first use, as every ``jsonschema`` use here is."""
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema)
+
+
+def _schema_error() -> type[SchemaError]:
+    from jsonschema.exceptions import SchemaError
+
+    return SchemaError

@@ -9,7 +9,7 @@ import pytest
 from pytest_llmeval import safe_yaml
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.manifest import COMMON_OPTIONS, Manifest, read_manifest
-from pytest_llmeval.schemas import StrictValidator
+from pytest_llmeval.schemas import strict_validator
 from pytest_llmeval.suites.builtin import builtin_suites
 from pytest_llmeval.suites.golden import GoldenSuite
 from pytest_llmeval.suites.when2call import When2CallSuite
@@ -95,7 +95,7 @@ def test_every_suite_declares_valid_option_schemas_apart_from_the_common_keys() 
     for name in suites.names():
         declared = suites.get(name).manifest_options
         assert not set(declared) & COMMON_OPTIONS, name
-        StrictValidator.check_schema({"type": "object", "properties": declared})
+        strict_validator().check_schema({"type": "object", "properties": declared})
 
 
 def test_anchors_within_the_limits_are_fine(tmp_path: Path) -> None:

@@ -14,14 +14,13 @@ import functools
 import json
 from collections.abc import Iterable, Mapping
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend
+from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.loading import a_json_type
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import SchemaError, ValidationError
+    from jsonschema.protocols import Validator
 
 DocPath = tuple[str | int, ...]
 """Where a value sits in a document: mapping keys and list indices."""
@@ -34,25 +33,38 @@ def _whole_number(checker: Any, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-StrictValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number),
-)
-"""Draft 2020-12, where ``integer`` is an ``int`` (``3.0`` and ``true`` are not)."""
+@functools.cache
+def strict_validator() -> type[Validator]:
+    """Draft 2020-12, where ``integer`` is an ``int`` (``3.0`` and ``true`` are not).
+
+    ``jsonschema`` is imported here, on first use: importing it costs a session about 60 ms,
+    which a run without manifests or a tool registry never needs to pay."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number)
+    return extend(Draft202012Validator, type_checker=checker)  # type: ignore[no-untyped-call,no-any-return]
+
+
+@functools.cache
+def schema(name: str) -> dict[str, Any]:
+    """``<name>.schema.json`` (package data), parsed once."""
+    text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
+    value: dict[str, Any] = json.loads(text)
+    return value
 
 
 @functools.cache
 def shipped(name: str) -> Validator:
-    """The validator of ``<name>.schema.json`` (package data), checked once."""
-    text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
-    schema = json.loads(text)
-    StrictValidator.check_schema(schema)
-    return StrictValidator(schema)
+    """The validator of ``<name>.schema.json``, its schema checked once."""
+    validator = strict_validator()
+    validator.check_schema(schema(name))
+    return validator(schema(name))
 
 
 def validator_for(schema: Mapping[str, Any]) -> Validator:
     """A validator of the project's flavour for ``schema`` (not checked)."""
-    return StrictValidator(dict(schema))
+    return strict_validator()(dict(schema))
 
 
 def first_error(validator: Validator, instance: Any, line_of: Any = None) -> ValidationError | None:

@@ -59,14 +59,19 @@ def test_toolforge_cases_against_an_agent_endpoint(
     assert messages == ["hi", "hi", "weather in paris"]
 
 
-def test_server_faults_are_errors_after_bounded_retries(
-    pytester: pytest.Pytester, agent_server: ScriptedServer
-) -> None:
+def _one_case(pytester: pytest.Pytester) -> None:
+    """One tool-forge case the agent must answer at all."""
     write_json(
         pytester,
         "agent.golden.json",
         [{"id": "a", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}}],
     )
+
+
+def test_server_faults_are_errors_after_bounded_retries(
+    pytester: pytest.Pytester, agent_server: ScriptedServer
+) -> None:
+    _one_case(pytester)
     agent_server.script("/chat", [Reply(status=503)] * 10)
     url = agent_server.url_for("/chat").replace("http://", "http://user:hunter2@")
     result = pytester.runpytest_subprocess(
@@ -86,11 +91,7 @@ def test_deterministic_mode_is_honoured(
     pytester: pytest.Pytester, agent_server: ScriptedServer
 ) -> None:
     """``--llmeval-deterministic yes``: the first 429 is the case's error, never retried."""
-    write_json(
-        pytester,
-        "agent.golden.json",
-        [{"id": "a", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}}],
-    )
+    _one_case(pytester)
     agent_server.script("/chat", [Reply(status=429, headers={"Retry-After": "0"})])
     result = pytester.runpytest_subprocess(
         "--llmeval-runner", "http-agent", "--llmeval-agent-url", agent_server.url_for("/chat"),

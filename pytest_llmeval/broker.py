@@ -34,6 +34,16 @@ from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import canonical_json, fingerprint
 from pytest_llmeval.models import ToolCallRecord
 
+__all__ = [
+    "NORMALIZATION_VERSION",
+    "BrokerMode",
+    "FixtureEntry",
+    "ToolBroker",
+    "iter_fixture_file",
+    "normalize_args",
+    "parse_entry",
+]
+
 BrokerMode = Literal["broker", "stubs", "routing"]
 
 NORMALIZATION_VERSION = 1

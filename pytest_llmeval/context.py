@@ -22,6 +22,20 @@ from typing import Any
 
 from pytest_llmeval.errors import LLMEvalError
 
+__all__ = [
+    "CaseRun",
+    "begin_case",
+    "case_run",
+    "case_scope",
+    "current",
+    "emit",
+    "end_case",
+    "next_repeat_index",
+    "repeat_index",
+    "workspace",
+    "workspace_name",
+]
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

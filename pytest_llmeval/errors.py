@@ -20,6 +20,19 @@ from __future__ import annotations
 
 from typing import Literal
 
+__all__ = [
+    "CaseFileError",
+    "CassetteMiss",
+    "ConfigError",
+    "EvalFailure",
+    "FingerprintMismatch",
+    "LLMEvalError",
+    "RunDirError",
+    "RunDirVersionError",
+    "RunnerError",
+    "RunnerErrorKind",
+]
+
 RunnerErrorKind = Literal[
     "timeout", "http", "protocol", "auth", "connection", "cassette", "agent", "judge"
 ]

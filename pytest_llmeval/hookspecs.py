@@ -10,6 +10,11 @@ if TYPE_CHECKING:
     from pytest_llmeval.runners.registry import RunnerRegistry
     from pytest_llmeval.suites.base import SuiteRegistry
 
+__all__ = [
+    "pytest_llmeval_register_runners",
+    "pytest_llmeval_register_suites",
+]
+
 
 @pytest.hookspec
 def pytest_llmeval_register_runners(registry: RunnerRegistry) -> None:

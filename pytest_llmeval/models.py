@@ -10,6 +10,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "CaseResult",
+    "CaseScore",
+    "ChoiceTask",
+    "EvalCase",
+    "JudgeTask",
+    "Judgement",
+    "Loglik",
+    "LoglikRequest",
+    "Message",
+    "Outcome",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolMode",
+    "ToolSpec",
+    "Transcript",
+    "Usage",
+]
+
 Outcome = Literal["passed", "failed", "error", "skipped"]
 ToolMode = Literal["broker", "stubs", "routing"]
 

@@ -18,6 +18,16 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer
 from pytest_llmeval.providers import Provider
 from pytest_llmeval.redact import public_url
 
+__all__ = [
+    "DEFAULT_FILE_GLOBS",
+    "NEGATABLE",
+    "OPTIONS",
+    "OptionSpec",
+    "RecordMode",
+    "Settings",
+    "judge_settings",
+]
+
 RecordMode = Literal["none", "new", "all"]
 
 _PublicURL = Annotated[str, PlainSerializer(public_url, when_used="json")]

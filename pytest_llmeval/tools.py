@@ -25,6 +25,12 @@ from pytest_llmeval.models import ToolSpec
 if TYPE_CHECKING:
     from jsonschema.exceptions import SchemaError
 
+__all__ = [
+    "REGISTRY_MAX_BYTES",
+    "REGISTRY_MAX_NODES",
+    "ToolRegistry",
+]
+
 
 class ToolRegistry:
     """Tools by name, in file order."""

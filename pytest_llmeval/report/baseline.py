@@ -54,6 +54,23 @@ from pytest_llmeval.rundir.comparison import (
 from pytest_llmeval.rundir.files import read_json, write_json
 from pytest_llmeval.rundir.read import check_version
 
+__all__ = [
+    "ALLOW_MISMATCH_FLAG",
+    "BASELINE_VERSION",
+    "DELTA_DIGITS",
+    "FINGERPRINT_KEYS",
+    "MAX_LISTED",
+    "UPDATE_FLAG",
+    "Baseline",
+    "BaselineCase",
+    "BaselineError",
+    "diff",
+    "diff_markdown",
+    "load_baseline",
+    "mcnemar_exact_p",
+    "write_baseline",
+]
+
 BASELINE_VERSION = 1
 """The ``baseline_version`` this module writes and reads."""
 

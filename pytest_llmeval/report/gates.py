@@ -29,6 +29,24 @@ from typing import Any, TypeGuard, get_args
 
 from pytest_llmeval.rundir.models import Gate, GateOp, GateResult, GateSource, GatesSection
 
+__all__ = [
+    "EQ_TOLERANCE",
+    "GATE_FORM",
+    "MAX_LISTED_METRICS",
+    "TOTALS",
+    "compare",
+    "evaluate_gates",
+    "flatten_metrics",
+    "format_number",
+    "gates_section",
+    "is_metric",
+    "lookup_metric",
+    "make_gate",
+    "parse_gate",
+    "parse_gate_spec",
+    "suite_gate_results",
+]
+
 EQ_TOLERANCE = 1e-12
 """Absolute tolerance of ``==`` (and of the equal half of ``>=`` / ``<=``)."""
 

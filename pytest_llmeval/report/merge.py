@@ -62,6 +62,24 @@ from pytest_llmeval.sharding import in_shard
 from pytest_llmeval.suites.base import SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
 
+__all__ = [
+    "FINGERPRINT_KEYS",
+    "IGNORED_SETTINGS",
+    "MAX_LISTED",
+    "MergeError",
+    "Merged",
+    "ShardCheck",
+    "check_shards",
+    "combine",
+    "comparable_settings",
+    "disagreements",
+    "fingerprint_differences",
+    "load_run",
+    "merge",
+    "merge_lines",
+    "write_merged",
+]
+
 IGNORED_SETTINGS = frozenset(
     {
         "rootdir",

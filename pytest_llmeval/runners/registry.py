@@ -19,6 +19,11 @@ from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits import NULL_LIMITER, Limiter
 from pytest_llmeval.settings import Settings
 
+__all__ = [
+    "RunnerFactory",
+    "RunnerRegistry",
+]
+
 RunnerFactory = Callable[[Settings], Any]
 
 

@@ -19,6 +19,18 @@ from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.tools import ToolRegistry
 
+__all__ = [
+    "CaseSource",
+    "LoadItem",
+    "PendingCase",
+    "Suite",
+    "SuiteContext",
+    "SuiteRegistry",
+    "base_totals",
+    "fallback_case_id",
+    "row_fingerprint",
+]
+
 
 @dataclass
 class SuiteContext:

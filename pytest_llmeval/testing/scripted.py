@@ -27,6 +27,11 @@ from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolCall, Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest
 
+__all__ = [
+    "Rule",
+    "ScriptedModel",
+]
+
 
 @dataclass(frozen=True)
 class Rule:

@@ -21,6 +21,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "BOS",
+    "CHAT_TEMPLATE",
+    "CORPUS",
+    "EOS",
+    "IM_START",
+    "PAD",
+    "SPECIAL_TOKENS",
+    "TAG_TOKENS",
+    "build_tiny_model",
+    "build_tokenizer",
+]
+
 BOS = "<|startoftext|>"
 EOS = "<|im_end|>"
 PAD = "<|pad|>"

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from pytest_llmeval.errors import CaseFileError, RunnerError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, JudgeTask, Message, Transcript
+from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring import judge as judge_rules
 from pytest_llmeval.scoring import text
 from pytest_llmeval.suites.base import (
@@ -76,10 +77,17 @@ MEASURED = ("semantic_similarity",)
 """The case field a scorer reads; a category threshold skips cases without it."""
 
 
+class GoldenSection(SuiteSection):
+    """``report.json`` ``suites.golden``: the counts and the mean of every per-case score."""
+
+    mean_scores: dict[str, Number]
+
+
 class GoldenSuite:
     """Golden datasets (seed 002)."""
 
     name = "golden"
+    section_model = GoldenSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {
         "thresholds": {
             "type": ["object", "null"],

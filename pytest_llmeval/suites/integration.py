@@ -52,7 +52,12 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.integration_metrics import GATES, aggregate, gate_line
+from pytest_llmeval.suites.integration_metrics import (
+    GATES,
+    IntegrationSection,
+    aggregate,
+    gate_line,
+)
 from pytest_llmeval.suites.records import iter_cases
 
 HEADER = "__header__"
@@ -75,6 +80,7 @@ class IntegrationSuite:
     """Tool-integration datasets with a ``__header__`` line."""
 
     name = "integration"
+    section_model = IntegrationSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
     """Its manifest options; the suite checks their values with the header's."""
 

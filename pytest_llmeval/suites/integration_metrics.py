@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring.grounding import harmonic
 from pytest_llmeval.suites.base import base_totals
 
@@ -101,6 +102,32 @@ def _mode(rows: Sequence[Row], mode: str, compat: bool) -> dict[str, Any]:
         out["micro_f1"] = harmonic(macro_p, macro_r)
         out["micro_f1_verifier"] = harmonic(precision, any_recall) if precision is not None else 0.0
     return out
+
+
+class IntegrationSection(SuiteSection):
+    """``report.json`` ``suites.integration``: the headline coverages, the controls and the
+    suite's own gates (``docs/integration.md`` defines each; per-tool, per-locale and span
+    figures stay as extra fields)."""
+
+    mode: str
+    eligible: int
+    controls: int
+    negative_controls: int
+    controls_with_integration: int
+    spans_exceeded_cap: int
+    integration_coverage: Number | None
+    grounded_coverage: Number | None
+    strict_grounded_coverage: Number | None
+    multi_call_parity: Number | None
+    json_args_validity: Number | None
+    control_contamination_rate: Number | None
+    negative_control_ok_rate: Number | None
+    fixture_hit_rate: Number | None
+    privacy_ok_rate: Number | None
+    lax: dict[str, Number | None]
+    strict: dict[str, Number | None]
+    gates: dict[str, dict[str, Any]]
+    gates_ok: bool
 
 
 def aggregate(

@@ -170,10 +170,10 @@ def test_long_texts_are_truncated(small: tuple[dict[str, Any], list[CaseResult]]
     report, results = small
     data = json.loads(data_block(render_html(report, results)))
     big = data["cases"][9]
-    assert big["response"] == "x" * MAX_CHARS + "… [truncated: 8000 more characters]"
-    assert big["error"].endswith("… [truncated: 3000 more characters]")
+    assert big["response"] == "x" * MAX_CHARS + "… [clipped: 10000 characters in all]"
+    assert big["error"].endswith("… [clipped: 5000 characters in all]")
     data = json.loads(data_block(render_html(report, results, max_chars=50)))
-    assert data["cases"][9]["response"].startswith("x" * 50 + "… [truncated: 9950")
+    assert data["cases"][9]["response"].startswith("x" * 50 + "… [clipped: 10000")
 
 
 def test_sections_follow_the_optional_keys(
@@ -545,7 +545,7 @@ def test_browser_transcript_is_text(views: dict[str, dict[str, Any]]) -> None:
     assert "&lt;/script&gt;&lt;script&gt;" in detail and "&lt;img src=x" in detail
 
     (detail,) = views["#open=evals/golden.jsonl::case-00009&page=1"]["details"]
-    assert "[truncated: 8000 more characters]" in detail
+    assert "[clipped: 10000 characters in all]" in detail
 
     (detail,) = views["#open=evals/toolforge.jsonl::case-00001"]["details"]
     assert "get_weather" in detail and "[fixture, ok, 3.5 ms]" in detail

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pytest_llmeval.clip import clip
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.rundir.models import Accuracy, Number, SuiteSection
@@ -275,6 +276,4 @@ def _dumps(value: Any) -> str:
 
 
 def _clip(text: str) -> str:
-    if len(text) <= RAW_OUTPUT_CHARS:
-        return text
-    return f"{text[:RAW_OUTPUT_CHARS]}... [{len(text) - RAW_OUTPUT_CHARS} more characters]"
+    return clip(text, RAW_OUTPUT_CHARS)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_llmeval.clip import clip
 from pytest_llmeval.models import CaseResult, ToolCallRecord
 
 DATA_ELEMENT_ID = "llmeval-data"
@@ -18,11 +19,8 @@ MAX_TOOL_CALLS = 100
 """Tool calls embedded per case; the rest are counted in a marker."""
 
 
-def cut(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with a marker saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [truncated: {len(text) - limit} more characters]"
+cut = clip
+"""``text`` cut to ``limit`` characters, with a marker giving its full length."""
 
 
 def _json_text(value: Any, limit: int) -> str:

@@ -117,7 +117,7 @@ def render_html(
     (``{labels, matrix}``, ``matrix[true][predicted]``), ``suites.<name>.levels``
     (``{level1: {accuracy, correct, questions}, ...}``) and ``baseline`` (``{flips: {kind:
     [ids]}, mcnemar: {b, c, p_value}}``). Texts longer than ``max_chars`` are cut with a
-    ``… [truncated: N more characters]`` marker.
+    ``… [clipped: N characters in all]`` marker.
     """
     from markupsafe import Markup
 

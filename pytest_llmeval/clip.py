@@ -1,0 +1,23 @@
+"""Long texts cut for messages and reports, with a marker that says how long they were.
+
+One marker everywhere a text is shortened for people to read (failure messages, the HTML
+report, ``results.jsonl``'s transcript, GAIA's raw output): ``… [clipped: N characters in
+all]``. The full length is what a reader needs to know whether the cut hid much.
+"""
+
+from __future__ import annotations
+
+__all__ = ["clip", "marker"]
+
+
+def marker(length: int) -> str:
+    """The text appended to a clipped text whose full length was ``length`` characters."""
+    return f"… [clipped: {length} characters in all]"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit`` characters
+    followed by :func:`marker`."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + marker(len(text))

@@ -101,7 +101,10 @@ class ExampleRouter:
 
     async def generate(self, request: GenerateRequest) -> Completion:
         user = next(m.content or "" for m in reversed(request.messages) if m.role == "user")
-        usage = Usage(prompt_tokens=len(user.split()), completion_tokens=1, total_tokens=1)
+        prompt_tokens = len(user.split())
+        usage = Usage(
+            prompt_tokens=prompt_tokens, completion_tokens=1, total_tokens=prompt_tokens + 1
+        )
         if _wants_integration(request):
             return _integrate(user, request, usage)
         if request.messages[-1].role == "tool":

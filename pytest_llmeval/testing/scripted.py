@@ -94,7 +94,10 @@ class ScriptedModel:
             raise RunnerError(f"scripted failure for {user!r}", kind="http", retryable=True)
         rule = next((r for r in self.rules if r.keyword.lower() in user.lower()), None)
         last = request.messages[-1]
-        usage = Usage(prompt_tokens=len(user.split()), completion_tokens=1, total_tokens=1)
+        prompt_tokens = len(user.split())
+        usage = Usage(
+            prompt_tokens=prompt_tokens, completion_tokens=1, total_tokens=prompt_tokens + 1
+        )
         if rule is None:
             return Completion(text=user, finish_reason="stop", usage=usage)
         if last.role == "tool" or rule.tool is None:

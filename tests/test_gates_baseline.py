@@ -619,18 +619,23 @@ def test_mcnemar_in_diff() -> None:
 
 
 def test_fingerprint_mismatch_refused() -> None:
-    current = sample_report(runner_fingerprint="a" * 64, dataset_sha256="b" * 64)
+    # The runner and the scorers (the plugin's version) judge every case: a change refuses.
+    current = sample_report(runner_fingerprint="a" * 64, plugin_version="9.9.9")
     with pytest.raises(FingerprintMismatch) as info:
-        diff(current, [case("a")], baseline_of([case("a")]))
+        diff(
+            current,
+            [case("a")],
+            baseline_of([case("a")], report=sample_report(plugin_version="0.1.0")),
+        )
     message = str(info.value)
     assert isinstance(info.value, LLMEvalError)
     assert "runner_fingerprint ffffffffffff (baseline) vs aaaaaaaaaaaa (this run)" in message
-    assert "dataset_sha256 dddddddddddd (baseline) vs bbbbbbbbbbbb (this run)" in message
+    assert "plugin_version 0.1.0 (baseline) vs 9.9.9 (this run)" in message
     assert "--llmeval-baseline-allow-mismatch" in message
     assert "f" * 13 not in message  # short hashes only
     assert info.value.differences == {
         "runner_fingerprint": (RUNNER, "a" * 64),
-        "dataset_sha256": (DATASET, "b" * 64),
+        "plugin_version": ("0.1.0", "9.9.9"),
     }
 
 
@@ -639,15 +644,40 @@ def test_only_the_differing_fingerprint_is_named() -> None:
         diff(sample_report(runner_fingerprint=None), [], baseline_of([]))
     assert "runner_fingerprint ffffffffffff (baseline) vs none (this run)" in str(info.value)
     assert "dataset_sha256" not in str(info.value)
+    assert "plugin_version" not in str(info.value)
+
+
+def test_a_changed_data_set_is_compared_case_by_case() -> None:
+    current = sample_report(dataset_sha256="b" * 64, fixtures_sha256="c" * 64)
+    result = diff(current, [case("a", "failed")], baseline_of([case("a")]))
+    assert result.fingerprint_mismatches == {}
+    assert result.flips["pass->fail"] == ["evals/a.golden.json::a"]
+    assert result.case_changes is not None
+    assert set(result.case_changes.data_changes) == {"dataset_sha256", "fixtures_sha256"}
+    assert result.case_changes.data_changes["dataset_sha256"].current == "b" * 64
+
+
+def test_a_case_that_ran_under_another_runner_is_a_mismatch() -> None:
+    # several runners: no report-level runner fingerprint, so each unchanged case's is checked
+    other = case("a").model_copy(update={"runner_fingerprint": "e" * 64})
+    no_single = {"runner_fingerprint": None}
+    base = baseline_of([case("a"), case("b")], report=sample_report(**no_single))
+    with pytest.raises(FingerprintMismatch) as info:
+        diff(sample_report(**no_single), [other, case("b")], base)
+    assert "case_runner_fingerprint ffffffffffff (baseline) vs eeeeeeeeeeee" in str(info.value)
+    # an edited case may well have a new runner setting: it is not compared, so no mismatch
+    edited = other.model_copy(update={"case_fingerprint": "fp-new"})
+    result = diff(sample_report(**no_single), [edited, case("b")], base)
+    assert result.flips["changed"] == ["evals/a.golden.json::a"]
 
 
 def test_allow_mismatch() -> None:
-    current = sample_report(dataset_sha256="b" * 64)
+    current = sample_report(runner_fingerprint="b" * 64)
     result = diff(current, [case("a", "failed")], baseline_of([case("a")]), allow_mismatch=True)
-    assert list(result.fingerprint_mismatches) == ["dataset_sha256"]
-    assert result.fingerprint_mismatches["dataset_sha256"].current == "b" * 64
+    assert list(result.fingerprint_mismatches) == ["runner_fingerprint"]
+    assert result.fingerprint_mismatches["runner_fingerprint"].current == "b" * 64
     assert result.regressed
-    assert "Compared despite differing fingerprints: dataset_sha256" in diff_markdown(result)
+    assert "Compared despite differing fingerprints: runner_fingerprint" in diff_markdown(result)
     json.dumps(result.model_dump(mode="json"))
 
 

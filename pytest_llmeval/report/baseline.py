@@ -14,14 +14,29 @@ run id when present) or one baseline file written by :func:`write_baseline`::
     }
 
 Cases are aligned by node id, else by ``(file, case_id)`` when exactly one unmatched case on
-each side has that pair (a renamed manifest keeps its cases). An aligned pair whose case
-fingerprints differ (both known) is ``changed``: the case itself was edited, so its outcome is
-not compared. Otherwise outcomes are compared as *pass* (``passed``) or *not pass* (``failed``
-or ``error``: an error is not a pass, so ``passed -> error`` is a regression and
-``error -> passed`` an improvement). A case ``skipped`` in exactly one of the two runs is listed
-under ``skipped`` and is no flip; skipped in both, it is not listed. Only the flips enter the
-McNemar test and the ``regressed`` verdict; ``new``, ``removed``, ``changed`` and ``skipped``
-are shown, never counted as regressions.
+each side has that pair (a renamed manifest keeps its cases). The comparison is case by case:
+
+* an aligned pair with the same case fingerprint is *unchanged* and compared. Outcomes are
+  *pass* (``passed``) or *not pass* (``failed`` or ``error``: an error is not a pass, so
+  ``passed -> error`` is a regression and ``error -> passed`` an improvement). A case
+  ``skipped`` in exactly one of the two runs is listed under ``skipped`` and is no flip;
+  skipped in both, it is not listed. Only the flips enter the McNemar test and the
+  ``regressed`` verdict;
+* an aligned pair whose case fingerprints differ (both known) is ``changed``: the case itself
+  was edited, so its outcome is not compared; a case on one side only is ``new`` (added) or
+  ``removed``. These are listed apart (``case_changes``), never counted as regressions, and
+  never make the run incomparable: adding or editing a case needs no new baseline.
+
+Only what judges every case makes the whole run incomparable (:data:`FINGERPRINT_KEYS`): the
+runner (the report's ``runner_fingerprint``, and each unchanged case's own), and the scorers,
+which ship with the plugin (``plugin_version``). Then the diff is refused unless
+``--llmeval-baseline-allow-mismatch``. A changed data file (``dataset_sha256``), tool registry
+or fixtures is listed under ``case_changes.data_changes``.
+
+Dataset-level metrics: ``metric_deltas`` compares the two reports whole, as they are (added and
+edited cases count there); ``unchanged_metric_deltas`` recomputes the pass rate and mean scores
+over the unchanged cases judged in both runs, so a changed data set still compares like with
+like.
 
 Size: reading, the diff (alignment, flips, McNemar, metric and gate deltas) and its
 Markdown are one feature and change together; the models it writes are in
@@ -31,7 +46,9 @@ Markdown are one feature and change together; the models it writes are in
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb
 from pathlib import Path
@@ -46,6 +63,7 @@ from pytest_llmeval.rundir.comparison import (
     FLIP_KINDS,
     BaselineDiff,
     CaseChange,
+    CaseSetChanges,
     FingerprintChange,
     FlipKind,
     GateChange,
@@ -57,13 +75,18 @@ from pytest_llmeval.rundir.read import check_version
 __all__ = [
     "ALLOW_MISMATCH_FLAG",
     "BASELINE_VERSION",
+    "CASE_SET_KINDS",
+    "DATA_FINGERPRINT_KEYS",
     "DELTA_DIGITS",
     "FINGERPRINT_KEYS",
     "MAX_LISTED",
+    "MAX_TERMINAL_IDS",
     "UPDATE_FLAG",
     "Baseline",
     "BaselineCase",
     "BaselineError",
+    "baseline_case_lines",
+    "case_set_text",
     "diff",
     "diff_markdown",
     "load_baseline",
@@ -74,8 +97,16 @@ __all__ = [
 BASELINE_VERSION = 1
 """The ``baseline_version`` this module writes and reads."""
 
-FINGERPRINT_KEYS = ("runner_fingerprint", "dataset_sha256")
-"""Report fingerprints that must match for a diff (unless mismatches are allowed)."""
+FINGERPRINT_KEYS = ("runner_fingerprint", "plugin_version")
+"""Report fingerprints that must match for a diff (unless mismatches are allowed): the runner,
+and the plugin whose suites score every case."""
+
+CASE_RUNNER_KEY = "case_runner_fingerprint"
+"""The mismatch named when unchanged cases ran under another runner than in the baseline
+(a run with several runners has no single ``runner_fingerprint``)."""
+
+DATA_FINGERPRINT_KEYS = ("dataset_sha256", "tool_registry_sha256", "fixtures_sha256")
+"""Report fingerprints of the data: a difference is listed, the diff goes on case by case."""
 
 ALLOW_MISMATCH_FLAG = "--llmeval-baseline-allow-mismatch"
 UPDATE_FLAG = "--llmeval-update-baseline"
@@ -83,8 +114,14 @@ UPDATE_FLAG = "--llmeval-update-baseline"
 MAX_LISTED = 50
 """Cases (and metric rows) a markdown list shows before "... and N more"."""
 
+MAX_TERMINAL_IDS = 10
+"""Case ids the terminal lists per kind (added, removed, changed) before "... and N more"."""
+
 DELTA_DIGITS = 12
 """Float metric deltas are rounded to this many decimals (report values carry six)."""
+
+CASE_SET_KINDS = ("unchanged", "added", "removed", "changed")
+"""The keys of ``case_changes.counts``, in the order they are shown."""
 
 _FLIP_TITLES: dict[str, str] = {
     "pass->fail": "pass → fail",
@@ -315,29 +352,45 @@ def diff(
     *,
     allow_mismatch: bool = False,
 ) -> BaselineDiff:
-    """This run against ``baseline``.
+    """This run against ``baseline``, case by case.
 
-    Raises :class:`~pytest_llmeval.errors.FingerprintMismatch` when the runner or dataset
-    fingerprint differs, unless ``allow_mismatch``.
+    Raises :class:`~pytest_llmeval.errors.FingerprintMismatch` when the runner or the scorers
+    (plugin version) differ, unless ``allow_mismatch``; added, removed and edited cases never
+    do.
     """
+    current = sorted((_slim(row) for row in current_results), key=lambda c: c.nodeid)
+    aligned = _align(current, baseline.results)
     mismatches = _fingerprint_mismatches(baseline.report, current_report)
+    if aligned.runner_change is not None and "runner_fingerprint" not in mismatches:
+        mismatches[CASE_RUNNER_KEY] = aligned.runner_change
     if mismatches and not allow_mismatch:
         raise FingerprintMismatch(
             _mismatch_message(mismatches, baseline),
             {key: (change.baseline, change.current) for key, change in mismatches.items()},
         )
-    current = sorted((_slim(row) for row in current_results), key=lambda c: c.nodeid)
-    changes, compared = _align(current, baseline.results)
+    changes = aligned.changes
     flips: dict[FlipKind, list[str]] = {kind: [] for kind in FLIP_KINDS}
     for change in changes:
         flips[change.kind].append(change.nodeid)
     b, c = len(flips["pass->fail"]), len(flips["fail->pass"])
     gate_changes = _gate_changes(baseline.report, current_report)
     regressed = b > 0 or any(g.baseline_passed and not g.current_passed for g in gate_changes)
+    case_changes = CaseSetChanges(
+        counts={
+            "unchanged": aligned.unchanged,
+            "added": len(flips["new"]),
+            "removed": len(flips["removed"]),
+            "changed": len(flips["changed"]),
+        },
+        added=flips["new"],
+        removed=flips["removed"],
+        changed=flips["changed"],
+        data_changes=_changes(baseline.report, current_report, DATA_FINGERPRINT_KEYS),
+    )
     return BaselineDiff(
         baseline=baseline.source,
         baseline_run_id=baseline.run_id,
-        compared=compared,
+        compared=aligned.compared,
         flips=flips,
         cases=changes,
         pass_to_fail=b,
@@ -347,14 +400,16 @@ def diff(
         gate_changes=gate_changes,
         fingerprint_mismatches=mismatches,
         regressed=regressed,
+        case_changes=case_changes,
+        unchanged_metric_deltas=_paired_metric_deltas(aligned.paired),
     )
 
 
-def _fingerprint_mismatches(
-    old: Mapping[str, Any], new: Mapping[str, Any]
+def _changes(
+    old: Mapping[str, Any], new: Mapping[str, Any], keys: Iterable[str]
 ) -> dict[str, FingerprintChange]:
     out = {}
-    for key in FINGERPRINT_KEYS:
+    for key in keys:
         before, after = old.get(key), new.get(key)
         if before != after:
             out[key] = FingerprintChange(
@@ -362,6 +417,12 @@ def _fingerprint_mismatches(
                 current=None if after is None else str(after),
             )
     return out
+
+
+def _fingerprint_mismatches(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> dict[str, FingerprintChange]:
+    return _changes(old, new, FINGERPRINT_KEYS)
 
 
 def _short(value: str | None) -> str:
@@ -375,8 +436,10 @@ def _mismatch_message(mismatches: Mapping[str, FingerprintChange], baseline: Bas
     ]
     return (
         f"baseline {baseline.source} is not comparable with this run: {'; '.join(parts)}. "
-        f"Re-create the baseline from a run with the same runner and data ({UPDATE_FLAG}), "
-        f"or pass {ALLOW_MISMATCH_FLAG} to compare anyway"
+        f"The runner or the scorers changed, which judges every case: re-create the baseline "
+        f"from a run with the same runner and plugin version ({UPDATE_FLAG}), or pass "
+        f"{ALLOW_MISMATCH_FLAG} to compare anyway (added, removed or edited cases need "
+        f"neither)"
     )
 
 
@@ -384,7 +447,22 @@ def _is_pass(outcome: Outcome) -> bool:
     return outcome == "passed"
 
 
-def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[CaseChange], int]:
+@dataclass
+class _Alignment:
+    """What :func:`_align` found: the listed cases and the pairs that were compared."""
+
+    changes: list[CaseChange] = field(default_factory=list)
+    compared: int = 0
+    """Unchanged pairs judged (not skipped) in both runs."""
+    unchanged: int = 0
+    """Pairs with the same case fingerprint, skipped ones included."""
+    paired: list[tuple[BaselineCase, BaselineCase]] = field(default_factory=list)
+    """The compared pairs, ``(baseline, current)``."""
+    runner_change: FingerprintChange | None = None
+    """The first unchanged pair whose runner fingerprints differ (both known)."""
+
+
+def _align(current: list[BaselineCase], base: list[BaselineCase]) -> _Alignment:
     base_by_node = {case.nodeid: case for case in base}
     pairs: list[tuple[BaselineCase, BaselineCase]] = []
     unmatched_now: list[BaselineCase] = []
@@ -414,15 +492,15 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[
             new.extend(now_cases)
     removed = [case for case in base if case.nodeid not in matched]
 
-    changes = [
+    found = _Alignment()
+    found.changes = [
         CaseChange(kind="new", nodeid=c.nodeid, suite=c.suite, before=None, after=c.outcome)
         for c in new
     ]
-    changes += [
+    found.changes += [
         CaseChange(kind="removed", nodeid=c.nodeid, suite=c.suite, before=c.outcome, after=None)
         for c in removed
     ]
-    compared = 0
     for old, now in pairs:
         kind: FlipKind | None
         if (
@@ -431,22 +509,25 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[
             and old.case_fingerprint != now.case_fingerprint
         ):
             kind = "changed"
-        elif old.outcome == "skipped" or now.outcome == "skipped":
-            kind = "skipped" if old.outcome != now.outcome else None
         else:
-            compared += 1
-            kind = _flip_by_rates(old, now) if old.repeats and now.repeats else None
-            if not (old.repeats and now.repeats):
-                was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
-                kind = (
-                    "pass->fail"
-                    if was and not now_pass
-                    else "fail->pass"
-                    if now_pass and not was
-                    else None
+            found.unchanged += 1
+            if (
+                found.runner_change is None
+                and old.runner_fingerprint
+                and now.runner_fingerprint
+                and old.runner_fingerprint != now.runner_fingerprint
+            ):
+                found.runner_change = FingerprintChange(
+                    baseline=old.runner_fingerprint, current=now.runner_fingerprint
                 )
+            if old.outcome == "skipped" or now.outcome == "skipped":
+                kind = "skipped" if old.outcome != now.outcome else None
+            else:
+                found.compared += 1
+                found.paired.append((old, now))
+                kind = _flip(old, now)
         if kind is not None:
-            changes.append(
+            found.changes.append(
                 CaseChange(
                     kind=kind,
                     nodeid=now.nodeid,
@@ -456,8 +537,19 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> tuple[list[
                 )
             )
     order = {kind: i for i, kind in enumerate(FLIP_KINDS)}
-    changes.sort(key=lambda ch: (order[ch.kind], ch.nodeid))
-    return changes, compared
+    found.changes.sort(key=lambda ch: (order[ch.kind], ch.nodeid))
+    return found
+
+
+def _flip(old: BaselineCase, now: BaselineCase) -> FlipKind | None:
+    if old.repeats and now.repeats:
+        return _flip_by_rates(old, now)
+    was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
+    if was and not now_pass:
+        return "pass->fail"
+    if now_pass and not was:
+        return "fail->pass"
+    return None
 
 
 def _flip_by_rates(old: BaselineCase, now: BaselineCase) -> FlipKind | None:
@@ -501,6 +593,44 @@ def _metric_deltas(
         }
         if rows:
             out[suite] = rows
+    return out
+
+
+def _paired_metric_deltas(
+    pairs: list[tuple[BaselineCase, BaselineCase]],
+) -> dict[str, dict[str, MetricDelta]]:
+    """Pass rate, passed count and mean scores over the same cases on both sides, per suite
+    (this run's suite of the case) and over all (``*``)."""
+    by_suite: dict[str, list[tuple[BaselineCase, BaselineCase]]] = {}
+    for old, now in pairs:
+        by_suite.setdefault(now.suite, []).append((old, now))
+    if pairs:
+        by_suite[TOTALS] = pairs
+    out: dict[str, dict[str, MetricDelta]] = {}
+    for suite in sorted(by_suite):
+        rows = by_suite[suite]
+        was = sum(_is_pass(old.outcome) for old, _ in rows)
+        now = sum(_is_pass(new.outcome) for _, new in rows)
+        rate_was, rate_now = round(was / len(rows), 6), round(now / len(rows), 6)
+        metrics = {
+            "pass_rate": MetricDelta(
+                baseline=rate_was, current=rate_now, delta=_delta(rate_was, rate_now)
+            ),
+            "passed": MetricDelta(baseline=was, current=now, delta=now - was),
+        }
+        names = sorted({name for old, new in rows for name in set(old.scores) & set(new.scores)})
+        for name in names:
+            scored = [
+                (o.scores[name], n.scores[name])
+                for o, n in rows
+                if name in o.scores and name in n.scores
+            ]
+            before = round(sum(a for a, _ in scored) / len(scored), 6)
+            after = round(sum(b for _, b in scored) / len(scored), 6)
+            metrics[f"mean_scores.{name}"] = MetricDelta(
+                baseline=before, current=after, delta=_delta(before, after)
+            )
+        out[suite] = metrics
     return out
 
 
@@ -556,11 +686,12 @@ def _gate_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[GateCh
 
 
 def diff_markdown(diff: BaselineDiff) -> str:
-    """A pull-request comment section: summary line, metric and gate tables, flipped cases."""
+    """A pull-request comment section: summary line, the case set, metric and gate tables,
+    listed cases. Every id and name from the run is escaped (code spans, table cells)."""
     against = (
-        f"baseline run `{diff.baseline_run_id}`"
+        f"baseline run {_code(diff.baseline_run_id)}"
         if diff.baseline_run_id
-        else f"baseline `{diff.baseline}`"
+        else f"baseline {_code(diff.baseline)}"
     )
     verdict = "**Regressed**" if diff.regressed else "**No regressions**"
     counts = ", ".join(f"{len(diff.flips[kind])} {kind}" for kind in FLIP_KINDS)
@@ -573,35 +704,36 @@ def diff_markdown(diff: BaselineDiff) -> str:
     ]
     if diff.fingerprint_mismatches:
         parts = [
-            f"{key} `{_short(ch.baseline)}` → `{_short(ch.current)}`"
+            f"{key} {_code(_short(ch.baseline))} → {_code(_short(ch.current))}"
             for key, ch in diff.fingerprint_mismatches.items()
         ]
         out += ["", f"> Compared despite differing fingerprints: {'; '.join(parts)}."]
+    sets = diff.case_changes
+    if sets is not None:
+        out += ["", f"Cases: {case_set_text(sets)}; only unchanged cases are compared."]
+        if sets.data_changes:
+            parts = [
+                f"{key} {_code(_short(ch.baseline))} → {_code(_short(ch.current))}"
+                for key, ch in sets.data_changes.items()
+            ]
+            out += [
+                "",
+                f"> The data changed ({'; '.join(parts)}): the metric changes below compare "
+                "the whole runs; those on unchanged cases compare like with like.",
+            ]
 
-    rows = [
-        (suite, path, delta)
-        for suite, metrics in diff.metric_deltas.items()
-        for path, delta in metrics.items()
-        if delta.delta != 0
-    ]
     out += ["", "### Metric changes", ""]
-    if rows:
-        out += ["| suite | metric | baseline | current | Δ |", "|---|---|---:|---:|---:|"]
-        for suite, path, delta in rows[:MAX_LISTED]:
-            out.append(
-                f"| {suite} | {path} | {format_number(delta.baseline)} | "
-                f"{format_number(delta.current)} | {_signed(delta.delta)} |"
-            )
-        if len(rows) > MAX_LISTED:
-            out.append(f"| ... and {len(rows) - MAX_LISTED} more | | | | |")
-    else:
-        out.append("No metric changed.")
+    out += _metric_table(diff.metric_deltas, "No metric changed.")
+    if sets is not None and _set_differs(sets) and diff.unchanged_metric_deltas:
+        out += ["", "### Metric changes on unchanged cases", ""]
+        out += _metric_table(diff.unchanged_metric_deltas, "No metric changed on them.")
 
     if diff.gate_changes:
         out += ["", "### Gates", "", "| gate | baseline | current |", "|---|---|---|"]
         for gate in diff.gate_changes:
             out.append(
-                f"| `{gate.name}` | {_gate_cell(gate.baseline_passed, gate.baseline_value)} | "
+                f"| {_cell(_code(gate.name))} | "
+                f"{_gate_cell(gate.baseline_passed, gate.baseline_value)} | "
                 f"{_gate_cell(gate.current_passed, gate.current_value)} |"
             )
 
@@ -614,11 +746,83 @@ def diff_markdown(diff: BaselineDiff) -> str:
             continue
         out += ["", f"### {_FLIP_TITLES[kind]} ({len(listed)})", ""]
         for change in listed[:MAX_LISTED]:
-            out.append(f"- `{change.nodeid}` ({change.before or '-'} → {change.after or '-'})")
+            out.append(f"- {_code(change.nodeid)} ({change.before or '-'} → {change.after or '-'})")
         if len(listed) > MAX_LISTED:
             out.append(f"- ... and {len(listed) - MAX_LISTED} more")
     out.append("")
     return "\n".join(out)
+
+
+def case_set_text(sets: CaseSetChanges) -> str:
+    """``5 unchanged, 1 added, 1 removed, 1 changed``: the case set in one phrase."""
+    return ", ".join(f"{sets.counts.get(k, 0)} {k}" for k in CASE_SET_KINDS)
+
+
+def baseline_case_lines(diff: BaselineDiff) -> list[str]:
+    """Terminal lines under the baseline verdict: the case set, the ids added, removed and
+    changed (the first :data:`MAX_TERMINAL_IDS` of each), and a changed data set's pass rate
+    on the unchanged cases."""
+    sets = diff.case_changes
+    if sets is None:
+        return []
+    lines = [f"baseline: cases: {case_set_text(sets)} (only unchanged cases are compared)"]
+    for kind, ids in (("added", sets.added), ("removed", sets.removed), ("changed", sets.changed)):
+        if ids:
+            shown = ", ".join(_one_line(i) for i in ids[:MAX_TERMINAL_IDS])
+            more = len(ids) - MAX_TERMINAL_IDS
+            tail = f" ... and {more} more" if more > 0 else ""
+            lines.append(f"baseline: {kind}: {shown}{tail}")
+    rate = diff.unchanged_metric_deltas.get(TOTALS, {}).get("pass_rate")
+    if _set_differs(sets) and rate is not None:
+        lines.append(
+            f"baseline: pass rate on the {diff.compared} unchanged cases: "
+            f"{format_number(rate.baseline)} -> {format_number(rate.current)} "
+            f"({_signed(rate.delta)})"
+        )
+    return lines
+
+
+def _set_differs(sets: CaseSetChanges) -> bool:
+    return any(sets.counts.get(k, 0) for k in CASE_SET_KINDS[1:])
+
+
+def _metric_table(deltas: Mapping[str, Mapping[str, MetricDelta]], quiet: str) -> list[str]:
+    rows = [
+        (suite, path, delta)
+        for suite, metrics in deltas.items()
+        for path, delta in metrics.items()
+        if delta.delta != 0
+    ]
+    if not rows:
+        return [quiet]
+    out = ["| suite | metric | baseline | current | Δ |", "|---|---|---:|---:|---:|"]
+    for suite, path, delta in rows[:MAX_LISTED]:
+        out.append(
+            f"| {_cell(suite)} | {_cell(path)} | {format_number(delta.baseline)} | "
+            f"{format_number(delta.current)} | {_signed(delta.delta)} |"
+        )
+    if len(rows) > MAX_LISTED:
+        out.append(f"| ... and {len(rows) - MAX_LISTED} more | | | | |")
+    return out
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) if any(ch in text for ch in "\r\n\t\v\f") else text
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span that it cannot close early: the fence is one backtick
+    longer than the longest run of backticks inside (CommonMark), on one line."""
+    text = _one_line(text)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: one line, pipes escaped."""
+    return _one_line(text).replace("|", "\\|")
 
 
 def _p(value: float) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report.baseline import baseline_case_lines
 
 if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
@@ -98,4 +99,5 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             f"baseline: {decision}: {counts}; exact McNemar p={diff.mcnemar_p:.4g} "
             f"(b={diff.pass_to_fail}, c={diff.fail_to_pass})"
         )
+        lines += baseline_case_lines(diff)
     return lines

@@ -1,11 +1,12 @@
 """The baseline comparison as ``report.json`` ``baseline`` holds it: the flip table, McNemar,
-metric and gate deltas (computed by :mod:`pytest_llmeval.report.baseline`)."""
+metric and gate deltas, and how the case set changed (computed by
+:mod:`pytest_llmeval.report.baseline`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_llmeval.models import Outcome
 
@@ -13,6 +14,7 @@ __all__ = [
     "FLIP_KINDS",
     "BaselineDiff",
     "CaseChange",
+    "CaseSetChanges",
     "FingerprintChange",
     "FlipKind",
     "GateChange",
@@ -90,6 +92,29 @@ class CaseChange(BaseModel):
     """Its outcome now (``None`` for a removed case)."""
 
 
+class CaseSetChanges(BaseModel):
+    """How this run's cases differ from the baseline's, by case id and case fingerprint.
+
+    Only ``unchanged`` cases (same case, same fingerprint) are compared; the others are
+    listed here and never make the run incomparable.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    counts: dict[str, int]
+    """``unchanged``, ``added``, ``removed`` and ``changed``: how many cases of each."""
+    added: list[str]
+    """Node ids of cases the baseline does not have (sorted)."""
+    removed: list[str]
+    """Node ids of baseline cases this run does not have (sorted)."""
+    changed: list[str]
+    """Node ids of cases in both whose case fingerprint differs: the case itself was edited
+    (input, expected output, thresholds), so its outcome is not compared (sorted)."""
+    data_changes: dict[str, FingerprintChange] = Field(default_factory=dict)
+    """Data fingerprints that differ (``dataset_sha256``, ``tool_registry_sha256``,
+    ``fixtures_sha256``): shown, never a reason to refuse the comparison."""
+
+
 class BaselineDiff(BaseModel):
     """This run against a baseline: the flip table, McNemar, metric and gate deltas."""
 
@@ -114,10 +139,17 @@ class BaselineDiff(BaseModel):
     """Exact two-sided McNemar p-value on (b, c); 1.0 when there are no discordant pairs."""
     metric_deltas: dict[str, dict[str, MetricDelta]]
     """Suite (``*`` for the totals) -> dotted metric path -> delta, for every numeric leaf
-    present in both reports."""
+    present in both reports: the whole runs, added, removed and changed cases included."""
     gate_changes: list[GateChange]
     """Gates present in both reports' ``gates`` sections, sorted by name."""
     fingerprint_mismatches: dict[str, FingerprintChange]
-    """Fingerprints that differ (only ever non-empty when mismatches were allowed)."""
+    """Runner or scorer fingerprints that differ (only ever non-empty when mismatches were
+    allowed): ``runner_fingerprint``, ``plugin_version``, ``case_runner_fingerprint``."""
     regressed: bool
     """Any pass->fail flip, or any gate that passed in the baseline and fails now."""
+    case_changes: CaseSetChanges | None = None
+    """Unchanged, added, removed and changed cases (absent in reports of older versions)."""
+    unchanged_metric_deltas: dict[str, dict[str, MetricDelta]] = Field(default_factory=dict)
+    """Suite (``*`` for all) -> metric -> delta over the unchanged cases judged in both runs
+    only: ``pass_rate``, ``passed`` and ``mean_scores.<name>``. Like with like when the data
+    changed, where :attr:`metric_deltas` (whole reports) also counts added and edited cases."""

@@ -718,3 +718,43 @@ def test_markdown_quiet_run() -> None:
     assert "Exact McNemar p = 1 (b = 0 pass->fail, c = 0 fail->pass)." in text
     assert "No metric changed." in text
     assert "###" in text and "### pass" not in text
+
+
+def test_markdown_escapes_ids_and_lists_the_case_set() -> None:
+    odd = "evals/a.golden.json::x`](http://evil)\n# heading"
+    before = [case("x", nodeid=odd), case("kept"), case("gone")]
+    after = [case("x", "failed", nodeid=odd), case("kept", fingerprint="fp-edited")]
+    after.append(case("new|pipe"))
+    current = sample_report(dataset_sha256="b" * 64)
+    current["suites"]["golden"]["categories"]["a|b"] = {"total": 1, "pass_rate": 0.5}
+    base = sample_report()
+    base["suites"]["golden"]["categories"]["a|b"] = {"total": 1, "pass_rate": 1.0}
+    text = diff_markdown(diff(current, after, baseline_of(before, report=base)))
+    assert "- ``evals/a.golden.json::x`](http://evil) # heading`` (passed → failed)" in text
+    assert "\n# heading" not in text
+    assert "| golden | categories.a\\|b.pass_rate | 1 | 0.5 | -0.5 |" in text
+    assert "Cases: 0 unchanged, 1 added, 1 removed, 1 changed; only unchanged" not in text
+    assert "Cases: 1 unchanged, 1 added, 1 removed, 1 changed; only unchanged cases" in text
+    assert "> The data changed (dataset_sha256 `dddddddddddd` → `bbbbbbbbbbbb`)" in text
+    assert "### Metric changes on unchanged cases" in text
+    assert "| * | pass_rate | 1 | 0 | -1 |" in text
+    assert "- `evals/a.golden.json::new|pipe` (- → passed)" in text
+
+
+def test_unchanged_metric_deltas() -> None:
+    before = [case("a"), case("b"), case("c", "failed"), case("edited"), case("gone")]
+    after = [case("a"), case("b", "failed"), case("c"), case("edited", "failed", fingerprint="e")]
+    after.append(case("toolish", suite="toolforge"))
+    result = diff(sample_report(), after, baseline_of(before))
+    assert list(result.unchanged_metric_deltas) == ["*", "golden"]
+    golden = result.unchanged_metric_deltas["golden"]
+    assert golden["pass_rate"].model_dump() == {
+        "baseline": 0.666667,
+        "current": 0.666667,
+        "delta": 0.0,
+    }
+    assert golden["passed"].model_dump() == {"baseline": 2, "current": 2, "delta": 0}
+    assert golden["mean_scores.exact_match"].current == 0.666667
+    assert result.case_changes is not None
+    assert result.case_changes.counts == {"unchanged": 3, "added": 1, "removed": 1, "changed": 1}
+    assert result.case_changes.data_changes == {}

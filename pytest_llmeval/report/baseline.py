@@ -600,7 +600,8 @@ def _paired_metric_deltas(
     pairs: list[tuple[BaselineCase, BaselineCase]],
 ) -> dict[str, dict[str, MetricDelta]]:
     """Pass rate, passed count and mean scores over the same cases on both sides, per suite
-    (this run's suite of the case) and over all (``*``)."""
+    (this run's suite of the case) and over all (``*``); rates, means and their differences
+    to six decimals, as the report writes them."""
     by_suite: dict[str, list[tuple[BaselineCase, BaselineCase]]] = {}
     for old, now in pairs:
         by_suite.setdefault(now.suite, []).append((old, now))
@@ -609,29 +610,35 @@ def _paired_metric_deltas(
     out: dict[str, dict[str, MetricDelta]] = {}
     for suite in sorted(by_suite):
         rows = by_suite[suite]
-        was = sum(_is_pass(old.outcome) for old, _ in rows)
-        now = sum(_is_pass(new.outcome) for _, new in rows)
-        rate_was, rate_now = round(was / len(rows), 6), round(now / len(rows), 6)
+        passed_then = sum(_is_pass(old.outcome) for old, _ in rows)
+        passed_now = sum(_is_pass(new.outcome) for _, new in rows)
         metrics = {
-            "pass_rate": MetricDelta(
-                baseline=rate_was, current=rate_now, delta=_delta(rate_was, rate_now)
+            "pass_rate": _mean_delta(
+                [(float(_is_pass(o.outcome)), float(_is_pass(n.outcome))) for o, n in rows]
             ),
-            "passed": MetricDelta(baseline=was, current=now, delta=now - was),
+            "passed": MetricDelta(
+                baseline=passed_then, current=passed_now, delta=passed_now - passed_then
+            ),
         }
         names = sorted({name for old, new in rows for name in set(old.scores) & set(new.scores)})
         for name in names:
-            scored = [
-                (o.scores[name], n.scores[name])
-                for o, n in rows
-                if name in o.scores and name in n.scores
-            ]
-            before = round(sum(a for a, _ in scored) / len(scored), 6)
-            after = round(sum(b for _, b in scored) / len(scored), 6)
-            metrics[f"mean_scores.{name}"] = MetricDelta(
-                baseline=before, current=after, delta=_delta(before, after)
+            metrics[f"mean_scores.{name}"] = _mean_delta(
+                [
+                    (o.scores[name], n.scores[name])
+                    for o, n in rows
+                    if name in o.scores and name in n.scores
+                ]
             )
         out[suite] = metrics
     return out
+
+
+def _mean_delta(values: list[tuple[float, float]]) -> MetricDelta:
+    before = sum(a for a, _ in values) / len(values)
+    after = sum(b for _, b in values) / len(values)
+    return MetricDelta(
+        baseline=round(before, 6), current=round(after, 6), delta=round(after - before, 6)
+    )
 
 
 def _delta(old: float, new: float) -> int | float:

@@ -17,6 +17,10 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 """The case outcomes, in the order bars and legends show them."""
 FLIP_KINDS = ("pass->fail", "fail->pass", "new", "removed")
 """The baseline flip kinds, in the order the Baseline section shows them."""
+CASE_SET_KINDS = ("unchanged", "added", "removed", "changed")
+"""The case set's counts (``case_changes.counts``), in the order the section shows them."""
+_SET_FLIPS = ("new", "removed", "changed")
+"""Flip kinds that the case set lists instead, when the report has one."""
 MAX_LISTED_IDS = 500
 """Case ids listed per baseline flip kind."""
 
@@ -138,11 +142,17 @@ class FlipList:
 
 @dataclass(frozen=True)
 class Baseline:
-    """The Baseline section: McNemar's test, a card per flip kind, the flipped ids."""
+    """The Baseline section: McNemar's test, a card per flip kind, the flipped ids, and the
+    case set (unchanged, added, removed, changed) with notes on what changed."""
 
     mcnemar: str | None
     cards: tuple[Card, ...]
     lists: tuple[FlipList, ...]
+    case_cards: tuple[Card, ...] = ()
+    """Unchanged, added, removed and changed counts (reports that list the case set)."""
+    notes: tuple[str, ...] = ()
+    """One sentence each: fingerprints compared despite differing, data that changed, the
+    pass rate on the unchanged cases."""
 
 
 # -- totals ------------------------------------------------------------------------------------
@@ -287,21 +297,13 @@ def baseline(body: Any) -> Baseline | None:
     """The Baseline section, or ``None`` when the run was not compared with one."""
     if not isinstance(body, dict):
         return None
-    mcnemar = None
-    found = body.get("mcnemar")
-    if isinstance(found, dict):
-        b, c, p = found.get("b"), found.get("c"), found.get("p_value")
-        p_num = number(p)
-        verdict = ""
-        if p_num is not None:
-            verdict = " (significant at 0.05)" if p_num < 0.05 else " (not significant at 0.05)"
-        mcnemar = (
-            f"McNemar: b = {metric(b)} (pass→fail), c = {metric(c)} (fail→pass), "
-            f"p = {metric(p)}{verdict}"
-        )
     flips = body.get("flips")
     flips = flips if isinstance(flips, dict) else {}
+    sets = body.get("case_changes")
+    sets = sets if isinstance(sets, dict) else None
     kinds = [k for k in FLIP_KINDS if k in flips] + sorted(k for k in flips if k not in FLIP_KINDS)
+    if sets is not None:  # added, removed and changed cases are shown as the case set
+        kinds = [k for k in kinds if k not in _SET_FLIPS]
     cards = []
     lists = []
     for kind in kinds:
@@ -309,12 +311,80 @@ def baseline(body: Any) -> Baseline | None:
         cls = {"pass->fail": "failed", "fail->pass": "passed"}.get(kind, "")
         cards.append(Card(str(len(ids)), str(kind), cls))
         if ids:
-            links = tuple(
-                (f"#q={quote(str(case), safe='')}", str(case)) for case in ids[:MAX_LISTED_IDS]
-            )
-            more = max(0, len(ids) - MAX_LISTED_IDS)
-            lists.append(FlipList(str(kind), len(ids), links, more))
-    return Baseline(mcnemar, tuple(cards), tuple(lists))
+            lists.append(_flip_list(str(kind), ids))
+    case_cards = []
+    if sets is not None:
+        counts = sets.get("counts")
+        counts = counts if isinstance(counts, dict) else {}
+        case_cards = [Card(metric(counts.get(k, 0)), k) for k in CASE_SET_KINDS]
+        for kind in CASE_SET_KINDS[1:]:
+            ids = sets.get(kind)
+            if isinstance(ids, list) and ids:
+                lists.append(_flip_list(kind, ids))
+    return Baseline(
+        _mcnemar(body), tuple(cards), tuple(lists), tuple(case_cards), _baseline_notes(body)
+    )
+
+
+def _flip_list(kind: str, ids: list[Any]) -> FlipList:
+    links = tuple((f"#q={quote(str(case), safe='')}", str(case)) for case in ids[:MAX_LISTED_IDS])
+    return FlipList(kind, len(ids), links, max(0, len(ids) - MAX_LISTED_IDS))
+
+
+def _mcnemar(body: dict[str, Any]) -> str | None:
+    """McNemar's line from ``mcnemar: {b, c, p_value}`` or the report's own keys
+    (``pass_to_fail``, ``fail_to_pass``, ``mcnemar_p``)."""
+    found = body.get("mcnemar")
+    if isinstance(found, dict):
+        b, c, p = found.get("b"), found.get("c"), found.get("p_value")
+    elif "mcnemar_p" in body:
+        b, c, p = body.get("pass_to_fail"), body.get("fail_to_pass"), body.get("mcnemar_p")
+    else:
+        return None
+    p_num = number(p)
+    verdict = ""
+    if p_num is not None:
+        verdict = " (significant at 0.05)" if p_num < 0.05 else " (not significant at 0.05)"
+    return (
+        f"McNemar: b = {metric(b)} (pass→fail), c = {metric(c)} (fail→pass), "
+        f"p = {metric(p)}{verdict}"
+    )
+
+
+def _changes_text(found: Any) -> str:
+    if not isinstance(found, dict):
+        return ""
+    parts = []
+    for key, change in found.items():
+        change = change if isinstance(change, dict) else {}
+        was, now = change.get("baseline"), change.get("current")
+        parts.append(
+            f"{key} {str(was)[:12] if was else 'none'} → {str(now)[:12] if now else 'none'}"
+        )
+    return "; ".join(parts)
+
+
+def _baseline_notes(body: dict[str, Any]) -> tuple[str, ...]:
+    notes = []
+    mismatched = _changes_text(body.get("fingerprint_mismatches"))
+    if mismatched:
+        notes.append(f"Compared despite differing runner or scorer fingerprints: {mismatched}.")
+    sets = body.get("case_changes")
+    data_changed = _changes_text(sets.get("data_changes")) if isinstance(sets, dict) else ""
+    if data_changed:
+        notes.append(
+            f"The data changed ({data_changed}): only unchanged cases are compared; "
+            "added, removed and changed cases are listed apart."
+        )
+    unchanged = body.get("unchanged_metric_deltas")
+    overall = unchanged.get("*") if isinstance(unchanged, dict) else None
+    rate = overall.get("pass_rate") if isinstance(overall, dict) else None
+    if data_changed and isinstance(rate, dict):
+        notes.append(
+            f"Pass rate on the unchanged cases: {pct(number(rate.get('baseline')))} → "
+            f"{pct(number(rate.get('current')))}."
+        )
+    return tuple(notes)
 
 
 # -- header ----------------------------------------------------------------------------------

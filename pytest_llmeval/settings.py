@@ -179,7 +179,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "baseline-allow-mismatch",
-        "Compare with the baseline even when the runner or dataset fingerprints differ.",
+        "Compare with the baseline even when the runner or the plugin version (scorers) differ; "
+        "added, removed and edited cases need no flag.",
         type="flag",
     ),
     OptionSpec(

@@ -209,3 +209,32 @@ def test_the_environment_keeps_ci_provenance_only() -> None:
         "CI": "true", "CI_COMMIT_SHA": "abc", "CI_PIPELINE_ID": "7", "GITHUB_RUN_ID": "9",
         "OMP_NUM_THREADS": "1", "PYTEST_LLMEVAL_API_TOKEN": MASK,
     }  # fmt: skip
+
+
+def test_the_leak_check_fires_on_a_bypassed_route(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin writing the CI token and the URL password behind the redactor's back: the
+    built-in check knows these values though no --llmeval-secret-env names them."""
+    monkeypatch.setenv("CI_JOB_TOKEN", CI_TOKEN)
+    pytester.makeconftest(
+        f"""
+def pytest_sessionfinish(session):
+    from pytest_llmeval.state import state_key
+    run_dir = session.config.stash[state_key].ensure_run_dir()
+    (run_dir / "ci.txt").write_text("{CI_TOKEN}")
+    (run_dir / "url.txt").write_text("{USERINFO}")
+"""
+    )
+    write_json(pytester, "qa.golden.json", CASES[:1])
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run",
+        "--llmeval-agent-url", f"http://u:{USERINFO}@127.0.0.1:9/agent",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines_random(
+        [
+            "llmeval: leak check: a configured secret's value is in */ci.txt",
+            "llmeval: leak check: a configured secret's value is in */url.txt",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -10,7 +10,8 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,16 @@ import pytest
 from pytest_llmeval import sharding
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.limits import SessionLimits
-from pytest_llmeval.redact import Redactor, secret_values
+from pytest_llmeval.redact import (
+    MIN_FOUND_SECRET_LENGTH,
+    Redactor,
+    named_secrets,
+    redact_logs,
+    secret_env_values,
+    secret_values,
+    url_secrets,
+    urls_in,
+)
 from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
@@ -56,8 +66,9 @@ class LLMEvalState:
         self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
         worker = workerinput.get("workerid", "main") if workerinput else "main"
         self.journal = Journal(self.run_dir, self.attempt, worker)
-        self.secrets = secret_values(secret_env_names(settings))
+        self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
+        redact_logs(self.redactor)
         workspaces = RunLayout(self.run_dir).workspaces
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=workspaces
@@ -132,3 +143,28 @@ def secret_env_names(settings: Settings) -> list[str]:
     names = [*settings.secret_env, settings.api_key_env]
     names += [p.key_env for p in settings.providers if p.key_env]
     return sorted(set(names))
+
+
+def session_secrets(
+    settings: Settings, args: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Every literal value the session's redactor masks and its leak check looks for: the
+    values of :func:`secret_env_names`, of secret-named environment variables
+    (``CI_JOB_TOKEN``), the credentials of every configured URL and of every URL on the
+    command line (a user-info password, ``?api_key=``), and the secret-named values of
+    ``--llmeval-extra-body``. Values found rather than configured count from
+    :data:`~pytest_llmeval.redact.MIN_FOUND_SECRET_LENGTH` characters."""
+    env = os.environ if environ is None else environ
+    found = set(secret_env_values(env))
+    for url in [*_configured_urls(settings), *(u for arg in args for u in urls_in(arg))]:
+        found.update(url_secrets(url))
+    found.update(named_secrets(settings.extra_body))
+    configured = secret_values(secret_env_names(settings), env)
+    return sorted({*configured, *(v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH)})
+
+
+def _configured_urls(settings: Settings) -> Iterator[str]:
+    urls = (settings.base_url, settings.judge_base_url, settings.embedding_base_url,
+            settings.agent_url, settings.mlflow)  # fmt: skip
+    yield from (url for url in urls if url)
+    yield from (provider.base_url for provider in settings.providers)

@@ -146,3 +146,27 @@ def test_api_key_and_provider_key_variables_are_secrets(pytester: pytest.Pyteste
     )
     config = pytester.parseconfigure("--llmeval-secret-env", "MINE")
     assert secret_env_names(from_config(config)) == ["ACME_KEY", "MINE", "OPENAI_API_KEY"]
+
+
+def test_a_key_variable_name_is_shown_its_value_never() -> None:
+    settings = {"api_key_env": "MY_KEY", "judge_api_key_env": "JUDGE_KEY", "api_key": "v4lue"}
+    assert Redactor(secrets=["v4lue"]).value(settings) == {
+        "api_key_env": "MY_KEY",
+        "judge_api_key_env": "JUDGE_KEY",
+        "api_key": MASK,
+    }
+
+
+def test_the_http_client_logs_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from pytest_llmeval.redact import redact_logs
+
+    redact_logs(Redactor(secrets=[SECRET]))
+    try:
+        with caplog.at_level(logging.INFO, logger="httpx"):
+            logging.getLogger("httpx").info("HTTP Request: POST %s", "http://h/v1?key=K9&x=1")
+            logging.getLogger("httpx").info("sent %s", SECRET)
+    finally:
+        redact_logs(Redactor())
+    assert caplog.messages == [f"HTTP Request: POST http://h/v1?key={MASK}&x=1", f"sent {MASK}"]

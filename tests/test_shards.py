@@ -285,6 +285,43 @@ def test_validate_sharding_refuses_its_own_options(scripted: pytest.Pytester) ->
     assert done.returncode == 2 and "set by validate-sharding itself" in done.stderr
 
 
+def test_validate_sharding_into_the_project_keeps_the_users_logs(
+    scripted: pytest.Pytester,
+) -> None:
+    """``--out .`` where ``./logs`` is the user's: validating (twice) replaces the tool's
+    own logs there and nothing else."""
+    write_json(scripted, "qa.golden.json", CASES)
+    (scripted.path / "logs").mkdir()
+    (scripted.path / "logs/keep.txt").write_text("mine")
+    for _ in range(2):
+        done = _cli("validate-sharding", "--shards", "1", "--out", ".", "--jobs", "2", *RUNNER)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert (scripted.path / "logs/keep.txt").read_text() == "mine"
+    logs = sorted(p.name for p in (scripted.path / "logs").iterdir())
+    assert logs == ["keep.txt", "shard-0-of-1.log", "unsharded.log"]
+    assert (scripted.path / "unsharded/results.jsonl").is_file()
+
+
+def test_validate_sharding_refuses_before_removing_anything(tmp_path: Path) -> None:
+    from pytest_llmeval.errors import LLMEvalError
+    from pytest_llmeval.report.shard_validation import clear_outputs
+    from pytest_llmeval.rundir.files import is_run_dir, tag_run_dir
+
+    earlier, mine, logs = tmp_path / "unsharded", tmp_path / "merged", tmp_path / "logs"
+    tag_run_dir(earlier)
+    mine.mkdir()
+    (mine / "notes.md").write_text("mine")
+    with pytest.raises(LLMEvalError, match="merged: exists and is not a run dir"):
+        clear_outputs([earlier, mine], logs)
+    assert is_run_dir(earlier) and (mine / "notes.md").is_file() and not logs.exists()
+    logs.mkdir()
+    for name in ("unsharded.log", "shard-3-of-4.log", "app.log", "keep.txt"):
+        (logs / name).write_text("x")
+    clear_outputs([earlier], logs)
+    assert not earlier.exists()
+    assert sorted(p.name for p in logs.iterdir()) == ["app.log", "keep.txt"]
+
+
 def test_dual_tolerance() -> None:
     assert compare_values({"a": 0.5}, {"a": 0.5 + 5e-7}, 1e-6, 1e-6) == {}
     assert compare_values({"a": 1e9}, {"a": 1e9 + 100}, 1e-6, 1e-6) == {}  # relative

@@ -113,7 +113,8 @@ class SessionReport:
         finished = datetime.now(timezone.utc)
         writer.write_manifest(
             settings=settings,
-            invocation=state.config.invocation_params.args,
+            # URL credentials and secret-named options masked (the writer's pass sees no names)
+            invocation=state.redactor.argv(state.config.invocation_params.args),
             started=self.started.isoformat(),
             finished=finished.isoformat(),
             duration_s=round((finished - self.started).total_seconds(), 3),
@@ -149,13 +150,16 @@ class SessionReport:
     def _written_paths(self) -> list[Path]:
         config = self.state.config
         paths = [self.run_dir] if self.run_dir is not None else []
-        for option in ("xmlpath", "json_report_file"):
+        # junit, pytest-json-report, pytest-html, and the baseline this run wrote
+        for option in ("xmlpath", "json_report_file", "htmlpath"):
             value = getattr(config.option, option, None)
             if value and Path(value).is_file():
                 paths.append(Path(value))
-        cassettes = self.state.settings.cassettes
-        if self.state.settings.record is not None and cassettes.is_dir():
-            paths.append(cassettes)
+        settings = self.state.settings
+        if settings.update_baseline is not None and settings.update_baseline.exists():
+            paths.append(settings.update_baseline)
+        if settings.record is not None and settings.cassettes.is_dir():
+            paths.append(settings.cassettes)
         return paths
 
     # -- terminal ----------------------------------------------------------------------------

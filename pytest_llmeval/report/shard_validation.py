@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -327,8 +328,9 @@ def run_validation(
     report to ``output`` (default ``out/sharding_validation.json``) and return it.
 
     ``out`` gets ``unsharded/``, ``shard-<I>-of-<N>/``, ``merged/`` and ``logs/<run>.log``
-    (each run's output); run dirs left there by an earlier validation are replaced. ``jobs``
-    runs that many pytest processes at once.
+    (each run's output). ``jobs`` runs that many pytest processes at once. What an earlier
+    validation left there is replaced by :func:`clear_outputs`, which removes only what it can
+    tell is this tool's output.
     """
     if shards < 1:
         raise LLMEvalError(f"--shards must be 1 or more, got {shards}")
@@ -339,13 +341,7 @@ def run_validation(
     unsharded = out / "unsharded"
     shard_dirs = [out / f"shard-{index}-of-{shards}" for index in range(shards)]
     merged_dir, logs = out / "merged", out / "logs"
-    for path in [unsharded, *shard_dirs, merged_dir]:
-        if path.exists():
-            if not is_run_dir(path):
-                raise LLMEvalError(f"{path}: exists and is not a run dir; not replacing it")
-            shutil.rmtree(path)
-    shutil.rmtree(logs, ignore_errors=True)
-    logs.mkdir(parents=True)
+    clear_outputs([unsharded, *shard_dirs, merged_dir], logs)
 
     unset_ini = ["-o", "llmeval_shard="]  # an ini llmeval_shard must not shard the baseline
     runs: list[tuple[str, list[str]]] = [
@@ -391,6 +387,38 @@ def run_validation(
     report["environment"] = dict(DETERMINISTIC_ENV)
     write_json(output or out / "sharding_validation.json", report)
     return report
+
+
+LOG_NAME = re.compile(r"(unsharded|shard-\d+-of-\d+)\.log")
+"""The names of the logs :func:`run_validation` writes (one per pytest run)."""
+
+
+def clear_outputs(run_dirs: Sequence[Path], logs: Path) -> None:
+    """Make room for a validation's outputs, deleting nothing this tool did not make.
+
+    ``--out .`` in a project is a natural call, and a ``logs/`` folder there is as likely the
+    user's as ours, so nothing is ever removed by its name alone. An existing run dir is
+    replaced only when it is a run dir (pytest-llmeval tags every one it writes; a run dir
+    is output that the next run writes again); in ``logs/`` only the files named as this tool
+    names its logs (``unsharded.log``, ``shard-<I>-of-<N>.log``) are removed, and the folder and
+    anything else in it stay. Everything is checked before anything is removed: a refusal
+    (``LLMEvalError``) leaves ``out`` as it was.
+    """
+    for path in run_dirs:
+        if path.exists() and not is_run_dir(path):
+            raise LLMEvalError(
+                f"{path}: exists and is not a run dir; not replacing it "
+                "(give --out a folder of its own)"
+            )
+    if logs.exists() and not logs.is_dir():
+        raise LLMEvalError(f"{logs}: exists and is not a folder; not replacing it")
+    for path in run_dirs:
+        if path.exists():
+            shutil.rmtree(path)
+    logs.mkdir(parents=True, exist_ok=True)
+    for log in logs.iterdir():
+        if LOG_NAME.fullmatch(log.name) and log.is_file():
+            log.unlink()
 
 
 def report_lines(report: dict[str, Any], output: Path) -> list[str]:

@@ -66,7 +66,7 @@ from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.prompt import PromptWrapper
 from pytest_llmeval.providers import route_model
-from pytest_llmeval.redact import public_url
+from pytest_llmeval.redact import mask_named, named_secrets, public_url
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
 
@@ -165,7 +165,11 @@ class OpenAIRunner(AsyncClosing):
             max_retry_time_s=max_retry_time_s,
             deterministic=deterministic,
             headers=request_headers,
-            secrets=[*secrets_of(self.base_url, request_headers), *([api_key] if api_key else [])],
+            secrets=[
+                *secrets_of(self.base_url, request_headers),
+                *([api_key] if api_key else []),
+                *named_secrets(self.extra_body),  # a backend's error may echo the body
+            ],
             limiter=limiter,
             transport=transport,
         )
@@ -211,7 +215,7 @@ class OpenAIRunner(AsyncClosing):
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
-            "extra_body": self.extra_body,
+            "extra_body": mask_named(self.extra_body),  # sent as given; never its api_key
             "prompt_wrapper_sha256": self.prompt_wrapper.sha256 if self.prompt_wrapper else None,
         }
 

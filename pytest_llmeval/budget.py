@@ -23,13 +23,10 @@ import pytest
 
 from pytest_llmeval.compat import skip_at_item
 from pytest_llmeval.dispatch import Dispatcher
-from pytest_llmeval.pricing import Spend
+from pytest_llmeval.pricing import BUDGET_REASON, Spend
 from pytest_llmeval.settings import Settings
 
 __all__ = ["BUDGET_REASON", "IN_FLIGHT_ATTR", "Budget", "keep_first_per_file"]
-
-BUDGET_REASON = "budget reached: "
-"""How the skip reason of a case skipped for a budget begins."""
 
 IN_FLIGHT_ATTR = "llmeval_in_flight"
 """The report attribute carrying the agents in flight in the process that made it."""

@@ -26,10 +26,22 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pytest_llmeval import safe_yaml
 from pytest_llmeval.errors import ConfigError
 
-__all__ = ["ANY_MODEL", "Price", "Spend", "load_prices", "price_of", "usage_tokens"]
+__all__ = [
+    "ANY_MODEL",
+    "BUDGET_REASON",
+    "Price",
+    "Spend",
+    "load_prices",
+    "price_of",
+    "usage_tokens",
+]
 
 ANY_MODEL = "*"
 """The price-table entry for every model not listed by name."""
+
+BUDGET_REASON = "budget reached: "
+"""How the skip reason of a case skipped for a spent budget begins (such a case is not final:
+``--llmeval-resume`` runs it)."""
 
 PER_TOKENS = 1_000_000
 """Prices are per this many tokens."""

@@ -4,10 +4,13 @@ and --llmeval-resume runs the skipped cases."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_json
+from test_dispatch import KEYS, SlowAgent, _dispatcher, _jobs, _transcript
 from test_progress import ECHO, PRICES, cases
 
 BUDGET_EXIT = pytest.ExitCode.INTERRUPTED
@@ -98,3 +101,23 @@ def test_budget_under_xdist_is_shared_by_the_workers(pytester: pytest.Pytester) 
         e and e.endswith("of this worker's 1/2 share of --llmeval-max-tokens-total=12")
         for e in skipped
     )
+
+
+def test_stop_ahead_cancels_what_runs_ahead(tmp_path: Path) -> None:
+    """What the dispatcher started ahead stops when a budget is reached, and is not counted
+    in flight any more."""
+    agent = SlowAgent(delay_s=3600, slow={KEYS[0]: 0})
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs, concurrency=2)
+    try:
+        assert _transcript(dispatcher, jobs, KEYS[0]) == "answer case0"
+        assert dispatcher.in_flight == 2  # the next cases run ahead, two at a time
+        dispatcher.stop_ahead()
+        for _ in range(100):  # let the loop cancel them (a few turns of it)
+            if dispatcher.in_flight == 0:
+                break
+            dispatcher.call(asyncio.sleep(0))
+        assert dispatcher.in_flight == 0
+        assert agent.finished == [KEYS[0]]
+    finally:
+        dispatcher.close()

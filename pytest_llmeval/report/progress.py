@@ -143,7 +143,8 @@ class Progress:
         self._last = now
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.budget_skipped:
+        judged = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        if self.budget_skipped and session.exitstatus in judged:
             session.exitstatus = BUDGET_EXIT_STATUS
 
     @pytest.hookimpl(trylast=True)

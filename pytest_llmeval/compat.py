@@ -16,6 +16,8 @@ is the only one to change.
 * ``_pytest._code.code.TerminalRepr``: the type ``repr_failure`` returns (typing only).
   ``EvalItem`` also overrides ``_repr_failure_py``, which pytest calls for setup errors
   (``collect.py`` says so where it does).
+* ``TerminalReporter._width_of_current_line``: whether a progress line can be written
+  without cutting pytest's row of dots short (it is 0 right after a row ended).
 * ``xdist.workermanage.parse_tx_spec_config`` and ``xdist.report.report_collection_diff``: the
   worker count and xdist's own message for workers that collected different items.
 """
@@ -37,6 +39,7 @@ __all__ = [
     "resolved_fixture_defs",
     "reuse_fixture_defs",
     "skip_at_item",
+    "terminal_at_line_start",
     "xdist_collection_diff",
     "xdist_worker_count",
 ]
@@ -70,6 +73,11 @@ def item_request(item: pytest.Item) -> Any:
 def skip_at_item(reason: str) -> NoReturn:
     """Skip, reporting the case's file and line rather than this package's."""
     raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def terminal_at_line_start(reporter: Any) -> bool:
+    """Whether the terminal reporter's cursor is at the start of a line."""
+    return int(getattr(reporter, "_width_of_current_line", 1)) == 0
 
 
 def xdist_worker_count(config: pytest.Config) -> int:

@@ -69,6 +69,8 @@ class Dispatcher:
         self._frontier = 0
         """Positions of the run order below this one have been considered for run-ahead."""
         self._lock = threading.Lock()
+        self._tasks: set[asyncio.Future[Transcript]] = set()
+        """Cases started on the loop and not finished (touched on the loop only)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -113,6 +115,25 @@ class Dispatcher:
         if self._thread is not None:
             self._thread.join(timeout=10)
         loop.close()
+
+    @property
+    def in_flight(self) -> int:
+        """Cases whose agents run now: started (ahead) and not finished, at most
+        ``concurrency`` (the others wait for a slot)."""
+        return min(len(self._tasks), self.concurrency)
+
+    def stop_ahead(self) -> None:
+        """Start nothing more ahead and cancel the cases queued or running ahead (a budget
+        was reached): no item has asked for them yet."""
+        with self._lock:
+            futures = list(self._futures.values())
+            self._futures.clear()
+            self._order, self._position = [], {}
+        for future in futures:
+            future.cancel()
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in list(self._tasks)])
 
     # -- run order ---------------------------------------------------------------------------
 
@@ -172,6 +193,8 @@ class Dispatcher:
             if future.cancelled():
                 continue
             task = asyncio.ensure_future(self._run(key, *job))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
             task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:

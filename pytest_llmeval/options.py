@@ -17,6 +17,7 @@ import pytest
 
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
+from pytest_llmeval.pricing import load_prices
 from pytest_llmeval.providers import parse_providers
 from pytest_llmeval.repeats import parse_rule
 from pytest_llmeval.settings import (
@@ -117,7 +118,28 @@ def from_config(config: pytest.Config) -> Settings:
             raise pytest.UsageError(
                 f"--llmeval-rate-limit takes {RATE_FORM}; got {values['rate_limit']!r}: {exc}"
             ) from None
+    _spending(values)
     return Settings(**values)
+
+
+def _spending(values: dict[str, Any]) -> None:
+    """Check the progress, price, budget and --llmeval-limit values; read the price table."""
+    if values["progress"] < 0:
+        raise pytest.UsageError("--llmeval-progress takes seconds, 0 or more (0: no lines)")
+    for name, flag in (("max_tokens_total", "max-tokens-total"), ("limit", "limit")):
+        if values[name] is not None and values[name] < 1:
+            raise pytest.UsageError(f"--llmeval-{flag} must be 1 or more")
+    if values["max_cost"] is not None and not values["max_cost"] > 0:
+        raise pytest.UsageError("--llmeval-max-cost takes a number of US dollars above 0")
+    if values["prices"] is not None:
+        try:
+            values["prices"] = load_prices(values["prices"])
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if values["max_cost"] is not None and values["prices"] is None:
+        raise pytest.UsageError(
+            "--llmeval-max-cost needs --llmeval-prices FILE (the price of each model's tokens)"
+        )
 
 
 def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:

@@ -12,9 +12,11 @@ import pytest
 from pytest_llmeval import hookspecs, options, settings, sharding
 from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
+from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
@@ -56,6 +58,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(report, "llmeval-report")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
+    _register_spending(config, state)
+
+
+def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
+    """Budgets in every process that runs cases; progress where the results arrive."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers)
+    config.pluginmanager.register(budget, "llmeval-budget")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -69,6 +81,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if report is not None:
         config.pluginmanager.unregister(report)
         del config.stash[session_report_key]
+    for name in ("llmeval-budget", "llmeval-progress"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 class XdistHooks:
@@ -113,6 +129,11 @@ def _is_eval_item(item: pytest.Item) -> TypeGuard[EvalItem]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    limit = config.stash[state_key].settings.limit
+    if limit is not None:  # deselected the pytest way: "N deselected", a subset for gates
+        items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
     config.stash[state_key].skip_finished(config, items)
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
+from pytest_llmeval.pricing import Price
 from pytest_llmeval.providers import Provider
 from pytest_llmeval.redact import public_url
 
@@ -459,6 +460,46 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "'10/s,90000tok/min'. A 429 halves it for a while. Unlimited when unset.",
         metavar="SPEC",
     ),
+    # -- progress, budgets and a quick try -------------------------------------------------
+    OptionSpec(
+        "progress",
+        "Seconds between llmeval progress lines in a long run (cases done/total, in flight, "
+        "ETA, tokens and cost so far): with -v after a test's line, else where pytest's row of "
+        "dots ends; never with -q. 0 turns them off.",
+        default=30.0,
+        type="float",
+        metavar="SECONDS",
+    ),
+    OptionSpec(
+        "prices",
+        "YAML or JSON file of token prices, model name -> {input: USD, output: USD} per "
+        "million prompt and completion tokens ('*' for any other model): cost so far in "
+        "progress lines, totals.cost_usd in report.json, a cost in the summary.",
+        type="path",
+        metavar="FILE",
+    ),
+    OptionSpec(
+        "max-tokens-total",
+        "Stop the run once the cases' prompt plus completion tokens reach N: the remaining "
+        "cases are skipped with the reason, the reports are written and the exit status is 2 "
+        "(interrupted). With -n each worker stops at its share (N / workers).",
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "max-cost",
+        "Stop the run once the cases' cost by --llmeval-prices reaches USD, as "
+        "--llmeval-max-tokens-total does.",
+        type="float",
+        metavar="USD",
+    ),
+    OptionSpec(
+        "limit",
+        "Run only the first N cases of each eval file, for a quick try; the others are "
+        "deselected (gates then judge a subset).",
+        type="int",
+        metavar="N",
+    ),
 )
 
 
@@ -576,6 +617,16 @@ class Settings(BaseModel):
     """Requests in flight to the backend across the whole session; ``None``: no limit."""
     rate_limit: str | None = None
     """Session-wide request/token rates, normalised (``10/s,90000tok/min``); ``None``: none."""
+    progress: float = 30.0
+    """Seconds between progress lines; 0: none."""
+    prices: dict[str, Price] | None = None
+    """The ``--llmeval-prices`` table, model name -> price; ``None``: no cost is worked out."""
+    max_tokens_total: int | None = None
+    """Prompt plus completion tokens after which the remaining cases are skipped."""
+    max_cost: float | None = None
+    """Cost in US dollars after which the remaining cases are skipped."""
+    limit: int | None = None
+    """Cases run per eval file; ``None``: all."""
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe values for the run manifest, URLs without secrets."""

@@ -34,7 +34,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         if len(categories) > 1:
             for category, totals in categories.items():
                 lines.append(f"  {category}: {_counts(totals)}")
-    lines.append(f"all: {_counts(report['totals'])}")
+    cost = report["totals"].get("cost_usd")
+    lines.append(f"all: {_counts(report['totals'])}" + ("" if cost is None else f", ${cost:.4f}"))
     return lines
 
 

@@ -18,6 +18,7 @@ from pytest_llmeval.redact import find_leaks
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
+from pytest_llmeval.report.progress import results_cost
 from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
@@ -96,6 +97,8 @@ class SessionReport:
         writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
         results = [self.results[key] for key in sorted(self.results)]
         self.report = report = writer.build(results, self.runners)
+        if settings.prices is not None:
+            report.totals.cost_usd = results_cost(results, self.runners, settings)
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None:

@@ -4,7 +4,8 @@ Every process (the single pytest process, or each xdist worker) appends each fin
 its own file ``<run dir>/journal/<attempt>/<process>.jsonl`` and flushes it, so a run killed
 with ``kill -9`` keeps every case it finished. ``--llmeval-resume RUN_DIR`` starts a new
 attempt in the same run dir: cases with a *final* result in an earlier attempt are not run
-again (an ``error`` is not final: infrastructure faults are retried), and the report covers
+again (an ``error`` is not final: infrastructure faults are retried; nor is a case a budget
+skipped), and the report covers
 every case. Earlier attempts only are read, so all xdist workers see the same set.
 """
 
@@ -19,6 +20,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.pricing import BUDGET_REASON
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
@@ -91,8 +93,14 @@ def read_results(
                     result = CaseResult.kept(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
-                if result.outcome in FINAL_OUTCOMES or not final_only:
+                if not final_only or _final(result):
                     found[result.nodeid] = (result, entry.get("runner"))
                 else:
                     found.pop(result.nodeid, None)
     return found
+
+
+def _final(result: CaseResult) -> bool:
+    """Whether a result is a verdict on its case: not an error, nor a skip for a budget."""
+    budget = result.outcome == "skipped" and (result.error or "").startswith(BUDGET_REASON)
+    return result.outcome in FINAL_OUTCOMES and not budget

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from pytest_llmeval.rundir.comparison import BaselineDiff
 
@@ -55,6 +62,16 @@ class Totals(BaseModel):
     errors: int
     skipped: int
     pass_rate: float | None
+    cost_usd: float | None = None
+    """What the cases' tokens cost by ``--llmeval-prices``, in US dollars; written only when
+    prices were given (``report.json`` ``totals``)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_cost(self, handler: SerializerFunctionWrapHandler) -> Any:
+        body = handler(self)
+        if isinstance(body, dict) and body.get("cost_usd") is None:
+            body.pop("cost_usd", None)
+        return body
 
 
 class Accuracy(BaseModel):

@@ -1,0 +1,141 @@
+"""Token prices (``--llmeval-prices``) and what a run's tokens cost.
+
+A price file is YAML or JSON: a mapping from model name to its prices in US dollars per
+million tokens, ``input`` for prompt tokens and ``output`` for completion tokens::
+
+    gpt-4o-mini: {input: 0.15, output: 0.60}
+    my-local-model: {input: 0, output: 0}
+    "*": {input: 1.0, output: 3.0}    # any model not listed
+
+A case's model is the ``model`` of the runner that answered it (its fingerprint), else
+``--llmeval-model``. Tokens of a model with no price (and no ``*`` entry) cost nothing and are
+counted apart, so a run can say how many tokens it could not price.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from pytest_llmeval import safe_yaml
+from pytest_llmeval.errors import ConfigError
+
+__all__ = [
+    "ANY_MODEL",
+    "BUDGET_REASON",
+    "Price",
+    "Spend",
+    "load_prices",
+    "price_of",
+    "usage_tokens",
+]
+
+ANY_MODEL = "*"
+"""The price-table entry for every model not listed by name."""
+
+BUDGET_REASON = "budget reached: "
+"""How the skip reason of a case skipped for a spent budget begins (such a case is not final:
+``--llmeval-resume`` runs it)."""
+
+PER_TOKENS = 1_000_000
+"""Prices are per this many tokens."""
+
+
+class Price(BaseModel):
+    """One model's prices, in US dollars per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float
+    """Per million prompt tokens."""
+    output: float
+    """Per million completion tokens."""
+
+    @field_validator("input", "output")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError("a price is a number of dollars, 0 or more")
+        return value
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / PER_TOKENS
+
+
+def load_prices(path: Path) -> dict[str, Price]:
+    """The price table in ``path`` (``.json``: JSON, else YAML); ``ConfigError`` naming the
+    file and the entry when it cannot be used."""
+    try:
+        text = safe_yaml.read_limited(path)
+        data: Any = json.loads(text) if path.suffix == ".json" else safe_yaml.load(text).value
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"--llmeval-prices {path}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(
+            f"--llmeval-prices {path}: expected a mapping of model name to "
+            "{input: USD, output: USD} per million tokens"
+        )
+    table: dict[str, Price] = {}
+    for model, entry in data.items():
+        try:
+            table[str(model)] = Price.model_validate(entry)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in (model, *error["loc"]))
+            raise ConfigError(
+                f"--llmeval-prices {path}: {where}: {error['msg']} "
+                "(each model takes {input: USD, output: USD} per million tokens)"
+            ) from None
+    return dict(sorted(table.items()))
+
+
+def price_of(table: Mapping[str, Price], model: str | None) -> Price | None:
+    """The model's price: its own entry, else the ``*`` entry, else ``None``."""
+    if model is not None and model in table:
+        return table[model]
+    return table.get(ANY_MODEL)
+
+
+def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
+    """``(prompt, completion)`` tokens of a result's ``usage`` dump."""
+    usage = usage or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+@dataclass
+class Spend:
+    """Tokens and cost of the results seen so far (one process's, or the session's)."""
+
+    prices: Mapping[str, Price] | None
+    """The price table; ``None``: no cost is worked out."""
+    default_model: str | None = None
+    """The model of a result whose runner names none (``--llmeval-model``)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: set[str] = field(default_factory=set)
+    """Models that used tokens but have no price."""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, usage: Mapping[str, Any] | None, runner: Mapping[str, Any] | None) -> None:
+        """Count one result: its ``usage`` dump and the fingerprint of its runner."""
+        prompt, completion = usage_tokens(usage)
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        if self.prices is None or not prompt + completion:
+            return
+        model = (runner or {}).get("model") or self.default_model
+        price = price_of(self.prices, model)
+        if price is None:
+            self.unpriced.add(str(model))
+        else:
+            self.cost_usd += price.cost(prompt, completion)

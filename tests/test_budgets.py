@@ -1,0 +1,123 @@
+"""--llmeval-max-tokens-total and --llmeval-max-cost (issue 15 #19): once reached, the
+remaining cases are skipped with the reason, the reports are written, the exit status is 2,
+and --llmeval-resume runs the skipped cases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from conftest import read_jsonl, write_json
+from test_dispatch import KEYS, SlowAgent, _dispatcher, _jobs, _transcript
+from test_progress import ECHO, PRICES, cases
+
+BUDGET_EXIT = pytest.ExitCode.INTERRUPTED
+
+
+def outcomes(run: str, pytester: pytest.Pytester) -> dict[str, tuple[str, str | None]]:
+    rows = read_jsonl(pytester.path / run / "results.jsonl")
+    return {row["case_id"]: (row["outcome"], row["error"]) for row in rows}
+
+
+def test_token_budget_skips_the_rest_and_writes_reports(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", cases(6))
+    result = pytester.runpytest(
+        *ECHO, "--llmeval-max-tokens-total", "10", "--llmeval-run-dir", "run", "-rs"
+    )
+    reason = "budget reached: 12 tokens of --llmeval-max-tokens-total=10"
+    result.assert_outcomes(passed=2, skipped=4)
+    assert result.ret == BUDGET_EXIT
+    result.stdout.fnmatch_lines(
+        [
+            f"llmeval: {reason}; 4 cases skipped, the reports cover the rest; exit status 2",
+            f"SKIPPED [[]1] qa.golden.json:27: {reason}",
+        ],
+        consecutive=False,
+    )
+    found = outcomes("run", pytester)
+    assert [found[f"c{i:03d}"][0] for i in range(6)] == ["passed"] * 2 + ["skipped"] * 4
+    assert found["c005"][1] == reason
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert (report["totals"]["passed"], report["totals"]["skipped"]) == (2, 4)
+    assert (pytester.path / "run" / "summary.md").is_file()
+
+
+def test_cost_budget_skips_the_rest(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", cases(6))
+    pytester.makefile(".yaml", prices=PRICES)
+    result = pytester.runpytest(
+        *ECHO, "--llmeval-prices", "prices.yaml", "--llmeval-max-cost", "0.02",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=3, skipped=3)
+    assert result.ret == BUDGET_EXIT
+    reason = "budget reached: $0.0270 of --llmeval-max-cost=0.02"
+    assert outcomes("run", pytester)["c003"] == ("skipped", reason)
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["totals"]["cost_usd"] == pytest.approx(0.027)
+
+
+def test_budget_not_reached_changes_nothing(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", cases(3))
+    result = pytester.runpytest(*ECHO, "--llmeval-max-tokens-total", "1000")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    assert "budget reached" not in result.stdout.str()
+
+
+def test_other_tests_are_not_skipped(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", cases(3))
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest(*ECHO, "--llmeval-max-tokens-total", "1", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, skipped=2)  # one case, then the plain test runs
+
+
+def test_resume_runs_the_cases_a_budget_skipped(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", cases(4))
+    first = pytester.runpytest(*ECHO, "--llmeval-max-tokens-total", "6", "--llmeval-run-dir", "run")
+    first.assert_outcomes(passed=1, skipped=3)
+    second = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    second.assert_outcomes(passed=3)
+    assert second.ret == pytest.ExitCode.OK
+    assert {outcome for outcome, _ in outcomes("run", pytester).values()} == {"passed"}
+
+
+def test_budget_under_xdist_is_shared_by_the_workers(pytester: pytest.Pytester) -> None:
+    """Each worker stops at its share of the limit; the controller reports and exits 2."""
+    pytest.importorskip("xdist")
+    write_json(pytester, "qa.golden.json", cases(8))
+    result = pytester.runpytest(
+        *ECHO, "-n", "2", "--llmeval-max-tokens-total", "12", "--llmeval-run-dir", "run"
+    )
+    assert result.ret == BUDGET_EXIT
+    found = outcomes("run", pytester)
+    assert len(found) == 8
+    ran = [case for case, (outcome, _) in found.items() if outcome == "passed"]
+    assert len(ran) <= 4  # at most one case past each worker's 6-token share
+    skipped = [error for outcome, error in found.values() if outcome == "skipped"]
+    assert skipped and all(
+        e and e.endswith("of this worker's 1/2 share of --llmeval-max-tokens-total=12")
+        for e in skipped
+    )
+
+
+def test_stop_ahead_cancels_what_runs_ahead(tmp_path: Path) -> None:
+    """What the dispatcher started ahead stops when a budget is reached, and is not counted
+    in flight any more."""
+    agent = SlowAgent(delay_s=3600, slow={KEYS[0]: 0})
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs, concurrency=2)
+    try:
+        assert _transcript(dispatcher, jobs, KEYS[0]) == "answer case0"
+        assert dispatcher.in_flight == 2  # the next cases run ahead, two at a time
+        dispatcher.stop_ahead()
+        for _ in range(100):  # let the loop cancel them (a few turns of it)
+            if dispatcher.in_flight == 0:
+                break
+            dispatcher.call(asyncio.sleep(0))
+        assert dispatcher.in_flight == 0
+        assert agent.finished == [KEYS[0]]
+    finally:
+        dispatcher.close()

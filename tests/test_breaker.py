@@ -257,3 +257,12 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
     resumed.assert_outcomes(passed=len(errors), deselected=len(passed))
     rows = read_jsonl(pytester.path / "run/results.jsonl")
     assert [r["outcome"] for r in rows] == ["passed"] * N_CASES
+
+
+def test_eval_failure_messages_are_clipped() -> None:
+    """issue 15 #5: a huge answer quoted in a failure is cut, with its full length."""
+    from pytest_llmeval.errors import EvalFailure
+
+    failure = EvalFailure("expected 'a', got " + "x" * 100_000, "y" * 100_000)
+    assert failure.message.endswith("[clipped: 100018 characters in all]")
+    assert len(failure.message) < 2_100 and len(failure.details) < 4_100

@@ -6,7 +6,8 @@ The hierarchy::
     ├── CaseFileError        a case file or one of its lines is malformed (path, line, field)
     ├── ConfigError          a manifest, registry or option value cannot be used
     ├── RunnerError          a model call or agent endpoint failed (kind, retryable)
-    ├── CassetteMiss         replay found no recording for a request (a RunnerError)
+    │   ├── CassetteMiss         replay found no recording for a request
+    │   └── BackendUnreachable   the backend's circuit breaker is open: not sent at all
     ├── FingerprintMismatch  a baseline was made with another runner or dataset (not comparable)
     ├── RunDirError          a run dir (or one of its files) cannot be read
     │   └── RunDirVersionError  its report was written by an incompatible plugin version
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pytest_llmeval.clip import clip
+
 __all__ = [
+    "BackendUnreachable",
     "CaseFileError",
     "CassetteMiss",
     "ConfigError",
@@ -78,13 +82,30 @@ class CassetteMiss(RunnerError):
         super().__init__(message, kind="cassette", retryable=False)
 
 
+class BackendUnreachable(RunnerError):
+    """The backend's circuit breaker is open: the request was not sent (see
+    :mod:`pytest_llmeval.limits.breaker`)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="connection", retryable=False)
+
+
+MESSAGE_CHARS = 2_000
+"""Most characters of an :class:`EvalFailure` message kept (a model's whole answer may be in
+it); its details keep twice as many. Longer texts are clipped with the full length."""
+
+
 class EvalFailure(LLMEvalError):
-    """The case ran and its transcript did not meet the expectations."""
+    """The case ran and its transcript did not meet the expectations.
+
+    The message and details are clipped (:func:`pytest_llmeval.clip.clip`), so a huge answer
+    quoted in them does not end up whole in the terminal, junit and every report.
+    """
 
     def __init__(self, message: str, details: str = ""):
-        self.message = message
-        self.details = details
-        super().__init__(message)
+        self.message = clip(message, MESSAGE_CHARS)
+        self.details = clip(details, 2 * MESSAGE_CHARS)
+        super().__init__(self.message)
 
 
 class FingerprintMismatch(LLMEvalError):

@@ -307,6 +307,10 @@ class CaseResult(_Model):
     passed: bool
     error: str | None = None
     """The first failure or error message, or null."""
+    phase: str | None = None
+    """For an error: the phase it happened in (``setup``, ``call``); in ``errors.jsonl``."""
+    traceback: str | None = None
+    """For an error: its traceback, redacted; in ``errors.jsonl``, not ``results.jsonl``."""
     scores: dict[str, float] = Field(default_factory=dict)
     case_fingerprint: str = ""
     runner_fingerprint: str = ""

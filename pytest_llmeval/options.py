@@ -111,6 +111,10 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"llmeval_providers: {exc}") from None
     if values["max_connections"] is not None and values["max_connections"] < 1:
         raise pytest.UsageError("--llmeval-max-connections must be 1 or more")
+    if values["breaker_threshold"] < 0:
+        raise pytest.UsageError("--llmeval-breaker-threshold must be 0 (off) or more")
+    if values["max_response_bytes"] < 1:
+        raise pytest.UsageError("--llmeval-max-response-bytes must be 1 or more")
     if values["rate_limit"] is not None:
         try:
             values["rate_limit"] = parse_rate_limit(values["rate_limit"]).text

@@ -14,7 +14,6 @@ from pytest_llmeval.agent import default_agent
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
-from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.session import SessionReport, session_report_key
@@ -162,10 +161,8 @@ def llmeval_runner(
     state = pytestconfig.stash[state_key]
     registry = RunnerRegistry(limiter=state.limits.limiter)
     pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
-    try:
-        runner = registry.create(llmeval_settings, redact=state.redactor.value)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    # a ConfigError here is each case's error, shown as one line (EvalItem's short repr)
+    runner = registry.create(llmeval_settings, redact=state.redactor.value)
     yield runner
     aclose = getattr(runner, "aclose", None)
     if aclose is not None:

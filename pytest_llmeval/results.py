@@ -7,10 +7,12 @@ report, is journaled, and reaches the controller's run dir. The result is redact
 
 from __future__ import annotations
 
+import traceback
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_llmeval.clip import clip
 from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult, CaseScore, Outcome
@@ -22,6 +24,11 @@ if TYPE_CHECKING:
     from pytest_llmeval.collect import EvalItem
 
 __all__ = ["ResultBuilder", "agent_fingerprint", "runner_id"]
+
+ERROR_CHARS = 4_000
+"""Most characters of a result's ``error`` message kept (clipped with the full length)."""
+TRACEBACK_CHARS = 50_000
+"""Most characters of an error's traceback kept for ``errors.jsonl``."""
 
 
 class ResultBuilder:
@@ -67,7 +74,7 @@ class ResultBuilder:
         """The result to attach to this phase's report, or ``None`` if the case goes on."""
         if report.when == "call" and item.result is not None:
             if report.failed and not isinstance(getattr(excinfo, "value", None), EvalFailure):
-                return _with(item.result, "error", _message(excinfo))
+                return _with(item.result, "error", _message(excinfo), "call", _traceback(excinfo))
             return item.result
         if report.when == "teardown" or (report.when == "setup" and report.passed):
             return None
@@ -79,6 +86,8 @@ class ResultBuilder:
             outcome=outcome,
             passed=False,
             error=message,
+            phase=None if report.skipped else report.when,
+            traceback=None if report.skipped else _traceback(excinfo),
             events=transcript.events if transcript else [],
             duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
         )
@@ -91,6 +100,8 @@ class ResultBuilder:
         result = self.for_phase(item, report, call.excinfo)
         if result is None:
             return
+        if result.error is not None and len(result.error) > ERROR_CHARS:
+            result = result.model_copy(update={"error": clip(result.error, ERROR_CHARS)})
         agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
         fp = None
         # redacted here, once: the journal, the other processes and the reports see no secret
@@ -144,8 +155,19 @@ def runner_id(fp: dict[str, Any]) -> str:
     return fingerprint(fp)
 
 
-def _with(result: CaseResult, outcome: str, error: str) -> CaseResult:
-    return result.model_copy(update={"outcome": outcome, "passed": False, "error": error})
+def _with(
+    result: CaseResult, outcome: str, error: str, phase: str, trace: str | None
+) -> CaseResult:
+    update = {"outcome": outcome, "passed": False, "error": error}
+    return result.model_copy(update={**update, "phase": phase, "traceback": trace})
+
+
+def _traceback(excinfo: Any) -> str | None:
+    """The error's traceback as Python prints it (clipped), for ``errors.jsonl``."""
+    exc = getattr(excinfo, "value", None)
+    if exc is None:
+        return None
+    return clip("".join(traceback.format_exception(exc)), TRACEBACK_CHARS)
 
 
 def _message(excinfo: Any) -> str:

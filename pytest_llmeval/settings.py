@@ -500,6 +500,25 @@ OPTIONS: tuple[OptionSpec, ...] = (
         type="int",
         metavar="N",
     ),
+    # -- backend faults ----------------------------------------------------------------------
+    OptionSpec(
+        "breaker-threshold",
+        "Consecutive connection failures to one backend (refused, unresolvable host, dropped "
+        "connection) after which its circuit breaker opens for the rest of the session, "
+        "xdist workers included: the remaining cases are errors without being sent. 0 turns "
+        "the breaker off.",
+        default=5,
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "max-response-bytes",
+        "Largest response body read from the backend (openai and http-agent runners); a "
+        "longer one is that case's error. Default 16 MiB.",
+        default=16 * 1024 * 1024,
+        type="int",
+        metavar="BYTES",
+    ),
 )
 
 
@@ -627,6 +646,10 @@ class Settings(BaseModel):
     """Cost in US dollars after which the remaining cases are skipped."""
     limit: int | None = None
     """Cases run per eval file; ``None``: all."""
+    breaker_threshold: int = 5
+    """Consecutive connection failures that open a backend's circuit breaker; 0: never."""
+    max_response_bytes: int = 16 * 1024 * 1024
+    """Largest response body the HTTP runners read."""
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe values for the run manifest, URLs without secrets."""

@@ -76,7 +76,12 @@ class LLMEvalState:
         self.runahead = RunAhead(config, settings, self.dispatcher)
         self.results = ResultBuilder(suites, self.redactor, self.journal)
         # the session-wide backend limits; their limiter is handed to every RunnerRegistry
-        self.limits = SessionLimits(settings.max_connections, settings.rate_limit, workerinput)
+        self.limits = SessionLimits(
+            settings.max_connections,
+            settings.rate_limit,
+            workerinput,
+            breaker_threshold=settings.breaker_threshold,
+        )
         self.services = Services(
             config, settings, self.dispatcher, self.redactor, self.limits.limiter
         )

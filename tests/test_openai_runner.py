@@ -797,3 +797,21 @@ def test_the_transport_setting_reaches_the_runner_and_not_the_fingerprint(
 def test_an_unknown_transport_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown HTTP transport 'curl'"):
         OpenAIRunner("m", "http://127.0.0.1:9/v1", transport="curl")
+
+
+def test_a_response_over_the_size_cap_is_an_error_naming_the_limit() -> None:
+    """issue 15 #5: the body is not read past --llmeval-max-response-bytes."""
+    big = Reply(json={"choices": [{"message": {"content": "x" * 5000}}]})
+    with OpenAIServer(lambda body: big) as server:
+        runner = OpenAIRunner("test-model", server.base_url, max_response_bytes=1000)
+        request = GenerateRequest(messages=[Message(role="user", content="hi")])
+        with pytest.raises(RunnerError, match=r"over the 1000-byte limit") as caught:
+            asyncio.run(_generate_once(runner, request))
+    assert "it declares 50" in str(caught.value) and not caught.value.retryable
+
+
+async def _generate_once(runner: OpenAIRunner, request: Any) -> Any:
+    try:
+        return await runner.generate(request)
+    finally:
+        await runner.aclose()

@@ -23,6 +23,9 @@ The package, one job a module:
     :class:`LimitServer`: the controller serving its core to workers on loopback TCP.
 ``session``
     :class:`SessionLimits`: the limits of one process of a session.
+``breaker``
+    :class:`Breaker`: the session's circuit breaker per backend (:class:`RemoteBreaker` on a
+    worker); it rides on the limiter as ``limiter.breaker``.
 
 Time spent waiting here counts toward ``--llmeval-timeout`` of the case that waits, so keep
 ``--llmeval-concurrency`` times the workers within what the limits serve in that time.
@@ -36,6 +39,7 @@ runner registered by a conftest can send through it too: its factory can close o
 
 from __future__ import annotations
 
+from pytest_llmeval.limits.breaker import Breaker, RemoteBreaker, breaker_message
 from pytest_llmeval.limits.client import (
     NULL_LIMITER,
     Limiter,
@@ -69,6 +73,7 @@ __all__ = [
     "MIN_FACTOR",
     "NULL_LIMITER",
     "RATE_FORM",
+    "Breaker",
     "LimitServer",
     "Limiter",
     "LimiterCore",
@@ -77,10 +82,12 @@ __all__ = [
     "LocalLimiter",
     "NullLimiter",
     "RateLimit",
+    "RemoteBreaker",
     "RemoteLimiter",
     "SessionLimits",
     "Slot",
     "Ticket",
+    "breaker_message",
     "estimate_tokens",
     "parse_rate_limit",
     "usage_tokens",

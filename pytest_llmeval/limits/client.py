@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.limits.breaker import Breaker
 from pytest_llmeval.limits.core import LimiterCore, Ticket
 
 __all__ = [
@@ -84,6 +85,11 @@ class NullLimiter:
     """No limits: every slot is granted at once."""
 
     counts_tokens = False
+    breaker: Breaker | None = None
+    """The session's circuit breaker, which the HTTP runners consult (``None``: none)."""
+
+    def __init__(self, breaker: Breaker | None = None) -> None:
+        self.breaker = breaker
 
     def slot(self, tokens: int = 0) -> contextlib.AbstractAsyncContextManager[Slot]:
         return _NullSlot()
@@ -172,6 +178,8 @@ class _HeldSlot(Slot):
 
 class _QueueingLimiter:
     counts_tokens = False
+    breaker: Breaker | None = None
+    """The session's circuit breaker, which the HTTP runners consult (``None``: none)."""
 
     def slot(self, tokens: int = 0) -> contextlib.AbstractAsyncContextManager[Slot]:
         return _HeldSlot(self, tokens)

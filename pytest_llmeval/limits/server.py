@@ -15,6 +15,20 @@ every worker talks to it through one connection
     Gives it back with the answer's status (0: none); ``-`` for an unknown ``retry_after``
     or ``used_tokens``. It needs no answer.
 
+The session's circuit breaker (:mod:`pytest_llmeval.limits.breaker`) travels on the same
+server, on a connection of its own per worker:
+
+``W``
+    Watch the breakers: the server sends ``O`` for every breaker open now, and for each one
+    that opens later.
+``F {"backend", "reason"}``
+    A connection failure at ``backend``; the server's count opens the breaker at the
+    threshold, for every process.
+``S {"backend"}``
+    A success after a failure: the count starts again.
+``O {"backend", "message"}``
+    (server) The breaker of ``backend`` is open.
+
 One round trip per request (~0.1 ms on loopback). A connection closing gives back whatever
 it held and drops what it still waited for, so a crashed worker does not leak slots.
 """
@@ -22,6 +36,7 @@ it held and drops what it still waited for, so a crashed worker does not leak sl
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 import socket
 import threading
@@ -29,6 +44,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any, cast
 
+from pytest_llmeval.limits.breaker import Breaker
 from pytest_llmeval.limits.core import LimiterCore, Ticket
 
 __all__ = ["LimitServer"]
@@ -42,6 +58,14 @@ class _Connection:
         self.lock = threading.Lock()
         self.tickets: dict[int, Ticket] = {}
         self.closed = False
+        self.watching = False
+
+    def send(self, line: str) -> None:
+        """Send one line, unless the client is gone."""
+        with self.lock:
+            if not self.closed:
+                with contextlib.suppress(OSError):
+                    self.sock.sendall(line.encode("ascii"))
 
     def grant(self, request_id: int, ticket: Ticket, delay: float) -> bool:
         """Record and send a grant; ``False`` when the client is gone (give it back)."""
@@ -57,15 +81,21 @@ class _Connection:
 
 
 class LimitServer:
-    """Serves a :class:`LimiterCore` to :class:`RemoteLimiter` s on ``127.0.0.1``.
+    """Serves a :class:`LimiterCore` to :class:`RemoteLimiter` s on ``127.0.0.1``, and a
+    :class:`Breaker` to :class:`RemoteBreaker` s (either may be ``None``).
 
     A thread accepts connections and each connection gets a thread reading its lines; grants
     to other connections' waiters are written by whichever thread freed the room. A
     connection must start with ``HELLO <token>``.
     """
 
-    def __init__(self, core: LimiterCore, token: str | None = None) -> None:
+    def __init__(
+        self, core: LimiterCore | None, token: str | None = None, *, breaker: Breaker | None = None
+    ) -> None:
         self.core = core
+        self.breaker = breaker
+        if breaker is not None:
+            breaker.listen(self._broadcast)
         self.token = token or secrets.token_hex(16)
         self._listener: socket.socket | None = None
         self._threads: list[threading.Thread] = []
@@ -133,7 +163,10 @@ class LimitServer:
                 if lines.readline().split() != [b"HELLO", self.token.encode("ascii")]:
                     return
                 for line in lines:
-                    self._handle(connection, line.split())
+                    if line[:1] in (b"W", b"F", b"S"):
+                        self._handle_breaker(connection, line)
+                    else:
+                        self._handle(connection, line.split())
         except (OSError, ValueError):
             pass  # a broken client: what it held is given back below
         finally:
@@ -142,11 +175,39 @@ class LimitServer:
             with connection.lock:
                 connection.closed = True
                 held, connection.tickets = list(connection.tickets.values()), {}
-            self.core.cancel_where(lambda waiter: _owner(waiter) is connection)
-            for ticket in held:
-                self._deliver(self.core.release(ticket))
+            if self.core is not None:
+                self.core.cancel_where(lambda waiter: _owner(waiter) is connection)
+                for ticket in held:
+                    self._deliver(self.core.release(ticket))
+
+    def _handle_breaker(self, connection: _Connection, line: bytes) -> None:
+        breaker = self.breaker
+        if breaker is None:
+            raise ValueError("no circuit breaker is served")
+        kind, _, payload = line.strip().partition(b" ")
+        if kind == b"W":
+            connection.watching = True
+            for backend, message in breaker.opened().items():
+                connection.send(_open_line(backend, message))
+            return
+        data = json.loads(payload)
+        if kind == b"F":
+            breaker.failure(str(data["backend"]), str(data["reason"]))
+        elif kind == b"S":
+            breaker.success(str(data["backend"]))
+        else:
+            raise ValueError(f"bad line {line!r}")
+
+    def _broadcast(self, backend: str, message: str) -> None:
+        """Tell every watching client that the breaker of ``backend`` opened."""
+        with self._lock:
+            watching = [c for c in self._connections if c.watching]
+        for connection in watching:
+            connection.send(_open_line(backend, message))
 
     def _handle(self, connection: _Connection, fields: list[bytes]) -> None:
+        if self.core is None:
+            raise ValueError("no limits are served")
         if fields[0] == b"A" and len(fields) == 3:
             request_id = int(fields[1])
             admitted = self.core.request(int(fields[2]), (connection, request_id))
@@ -170,7 +231,13 @@ class LimitServer:
             waiter, ticket, delay = todo.popleft()
             connection, request_id = cast(tuple[_Connection, int], waiter)
             if not connection.grant(request_id, ticket, delay):
+                assert self.core is not None
                 todo.extend(self.core.release(ticket))
+
+
+def _open_line(backend: str, message: str) -> str:
+    payload = json.dumps({"backend": backend, "message": message}, ensure_ascii=True)
+    return f"O {payload}\n"
 
 
 def _owner(waiter: Hashable) -> object:

@@ -5,12 +5,17 @@ core (:mod:`pytest_llmeval.limits.server`) and hands each worker the address and
 through ``workerinput``; each worker's :class:`SessionLimits` then holds a
 :class:`~pytest_llmeval.limits.client.RemoteLimiter` to it. Without any limit there is nothing
 to share and no limiter at all (:data:`~pytest_llmeval.limits.client.NULL_LIMITER`).
+
+The session's circuit breaker (:mod:`pytest_llmeval.limits.breaker`) rides on the limiter
+(``limiter.breaker``), so every runner that sends through the limits consults it too; with
+``-n`` the controller serves it on the same server, limits or not.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pytest_llmeval.limits.breaker import Breaker, RemoteBreaker
 from pytest_llmeval.limits.client import (
     NULL_LIMITER,
     LocalLimiter,
@@ -44,14 +49,24 @@ class SessionLimits:
         max_connections: int | None,
         rate_limit: str | None,
         workerinput: dict[str, Any] | None = None,
+        breaker_threshold: int = 0,
     ) -> None:
         self.core: LimiterCore | None = None
+        self.breaker: Breaker | None = None
+        served = workerinput is not None and ADDRESS_KEY in workerinput
+        if breaker_threshold and served:
+            assert workerinput is not None
+            address, token = workerinput[ADDRESS_KEY], workerinput[TOKEN_KEY]
+            self.breaker = RemoteBreaker(address, token, breaker_threshold)
+        elif breaker_threshold:
+            self.breaker = Breaker(breaker_threshold)
         self._server: LimitServer | None = None
         rate = parse_rate_limit(rate_limit) if rate_limit else None
         self.limiter: NullLimiter | LocalLimiter | RemoteLimiter
         if max_connections is None and rate is None:
-            self.limiter = NULL_LIMITER
-        elif workerinput is not None and ADDRESS_KEY in workerinput:
+            self.limiter = NULL_LIMITER if self.breaker is None else NullLimiter(self.breaker)
+        elif served:
+            assert workerinput is not None
             self.limiter = RemoteLimiter(
                 workerinput[ADDRESS_KEY],
                 workerinput[TOKEN_KEY],
@@ -60,13 +75,15 @@ class SessionLimits:
         else:
             self.core = LimiterCore(max_connections, rate)
             self.limiter = LocalLimiter(self.core)
+        if self.breaker is not None and self.limiter is not NULL_LIMITER:
+            self.limiter.breaker = self.breaker
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
-        """Serve this process's limits (once) and tell an xdist worker where."""
-        if self.core is None:
+        """Serve this process's limits and breaker (once) and tell an xdist worker where."""
+        if self.core is None and self.breaker is None:
             return
         if self._server is None:
-            self._server = LimitServer(self.core).start()
+            self._server = LimitServer(self.core, breaker=self.breaker).start()
         workerinput[ADDRESS_KEY] = self._server.address
         workerinput[TOKEN_KEY] = self._server.token
 
@@ -99,3 +116,5 @@ class SessionLimits:
             self._server.stop()
             self._server = None
         self.limiter.close()
+        if self.breaker is not None:
+            self.breaker.close()

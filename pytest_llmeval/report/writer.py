@@ -102,7 +102,7 @@ class RunWriter:
         # and `summarize` write journals from other sessions, whose secrets this one may know
         # (about 25 us per case, once, at the end).
         write_jsonl(layout.results, (self._row(r) for r in results))
-        write_jsonl(layout.errors, (self._row(r) for r in results if r.outcome == "error"))
+        write_jsonl(layout.errors, (self._error(r) for r in results if r.outcome == "error"))
         write_jsonl(layout.events, (redact.value(e) for e in events(results)))
         audit = (redact.value(e) for e in events(results) if e.get("type") == "audit")
         write_jsonl(layout.audit, audit)
@@ -164,8 +164,23 @@ class RunWriter:
         return "\n".join(lines)
 
     def _row(self, result: CaseResult) -> dict[str, Any]:
-        """A case's line of ``results.jsonl``: the result without its events, redacted."""
-        return self.redactor.value(result.model_dump(mode="json", exclude={"events"}))  # type: ignore[no-any-return]
+        """A case's line of ``results.jsonl``: the result without its events (nor an error's
+        phase and traceback, which ``errors.jsonl`` has), redacted."""
+        row = result.model_dump(mode="json", exclude={"events", "phase", "traceback"})
+        return self.redactor.value(row)  # type: ignore[no-any-return]
+
+    def _error(self, result: CaseResult) -> dict[str, Any]:
+        """An error's line of ``errors.jsonl``: which case, in which phase, the one-line
+        message and the traceback, then the rest of its ``results.jsonl`` line; redacted."""
+        row = {
+            "nodeid": result.nodeid,
+            "case_id": result.case_id,
+            "phase": result.phase,
+            "message": result.error,
+            "traceback": result.traceback,
+            **result.model_dump(mode="json", exclude={"events", "phase", "traceback"}),
+        }
+        return self.redactor.value(row)  # type: ignore[no-any-return]
 
 
 def _pytest_version() -> str:

@@ -65,7 +65,9 @@ ARTIFACTS: tuple[Artifact, ...] = (
         "jsonl",
         "report.writer.RunWriter",
         (),
-        "the lines of results.jsonl whose outcome is error",
+        "one line per error: nodeid, case_id, phase, message (the one line the terminal "
+        "shows) and the traceback, then the case's results.jsonl fields; redacted (workers' "
+        "errors travel on their results)",
     ),
     Artifact(
         "events.jsonl",

@@ -7,11 +7,14 @@ hands back the 2xx response; every fault becomes a
 ========================================  ===============  =========  =========
 what happened                             kind             retried    retryable
 ========================================  ===============  =========  =========
-connect/read failure, dropped connection  ``connection``   yes        True
+connection refused, unresolvable host     ``connection``   no         False
+other connect/read failure, dropped conn.  ``connection``   yes        True
 no full answer within ``timeout_s``       ``timeout``      yes        True
 HTTP 429 or 5xx                           ``http``         yes        True
 HTTP 401 / 403                            ``auth``         no         False
 any other non-2xx status                  ``http``         no         False
+a body over ``max_response_bytes``        ``protocol``     no         False
+the backend's circuit breaker is open     ``connection``   not sent   False
 ========================================  ===============  =========  =========
 
 Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the numeric
@@ -19,6 +22,15 @@ Retries wait ``backoff_s * 2**attempt`` plus up to 50 % random jitter, or the nu
 ``max_retries`` retries, or earlier when the next wait would end past ``max_retry_time_s``
 after the first attempt started. With ``deterministic=True`` nothing is retried: the first
 retryable fault is raised at once (a retried call to a hosted model may not answer the same).
+
+A refused connection or a host name that does not resolve is not retried: the backend is not
+there, and a retry a moment later finds the same. Every connection failure is counted by the
+session's circuit breaker (``limiter.breaker``, :mod:`pytest_llmeval.limits.breaker`), and any
+HTTP answer resets its count; once it opens, :meth:`JsonHttp.post_json` raises
+:class:`~pytest_llmeval.errors.BackendUnreachable` without sending.
+
+Bodies are read as they stream in, up to ``max_response_bytes``; a longer one is abandoned
+(never held whole in memory) and is an error naming the limit and how much was read.
 
 Every attempt goes through the ``limiter`` (:mod:`pytest_llmeval.limits`: the session's
 ``--llmeval-max-connections`` and ``--llmeval-rate-limit``, none by default), which hears each
@@ -52,11 +64,26 @@ from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners import transport as transport_module
-from pytest_llmeval.runners.transport import TRANSPORTS, fault_kind, make_transport
+from pytest_llmeval.runners.transport import (
+    TRANSPORTS,
+    fault_kind,
+    make_transport,
+    unreachable_reason,
+)
 
-__all__ = ["JsonHttp", "check_http_url", "loggable_url", "retry_after", "secrets_of"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "JsonHttp",
+    "check_http_url",
+    "loggable_url",
+    "retry_after",
+    "secrets_of",
+]
 
 _SNIPPET_CHARS = 200
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""The default cap on a response body (``--llmeval-max-response-bytes``): 16 MiB."""
+_REPACKED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class JsonHttp:
@@ -76,6 +103,9 @@ class JsonHttp:
         limiter: Every attempt waits for a slot of it (default: no limits).
         transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
             ``None``: the default, aiohttp.
+        max_response_bytes: Largest (decoded) response body read; a longer one is an error.
+        backend: The name the circuit breaker and its message know the backend by (the
+            runner's base URL, without credentials); ``None``: each request URL's origin.
 
     The client is created on the first request, in the running event loop, and shared by
     concurrent requests. Call :meth:`aclose` in that same loop when done. A request from a
@@ -97,6 +127,8 @@ class JsonHttp:
         secrets: Iterable[str] = (),
         limiter: Limiter | None = None,
         transport: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        backend: str | None = None,
     ) -> None:
         transport = transport or transport_module.DEFAULT_TRANSPORT
         if transport not in TRANSPORTS:
@@ -111,6 +143,8 @@ class JsonHttp:
             raise ConfigError(f"{label}: backoff_s and max_backoff_s must be >= 0")
         if max_retry_time_s is not None and max_retry_time_s < 0:
             raise ConfigError(f"{label}: max_retry_time_s must be >= 0, got {max_retry_time_s}")
+        if max_response_bytes < 1:
+            raise ConfigError(f"{label}: max_response_bytes must be >= 1, got {max_response_bytes}")
         self.label = label
         self.transport = transport
         self.timeout_s = float(timeout_s)
@@ -126,6 +160,8 @@ class JsonHttp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random()
         self.limiter: Limiter = limiter or NULL_LIMITER
+        self.max_response_bytes = int(max_response_bytes)
+        self.backend = backend
 
     async def post_json(
         self, url: str, body: Any, *, pass_statuses: Collection[int] = ()
@@ -139,15 +175,29 @@ class JsonHttp:
         attempts = 1 if self.deterministic else self.max_retries + 1
         first_started = time.monotonic()
         where = public_url(url)
+        breaker = getattr(self.limiter, "breaker", None)
+        backend = self.backend or _origin(where)
         for attempt in range(1, attempts + 1):
             wait_hint: float | None = None
             kind: RunnerErrorKind
+            if breaker is not None:
+                breaker.check(backend)
             try:
                 response, started = await self._attempt(client, url, body)
             except Exception as exc:
                 fault = fault_kind(exc)
                 if fault is None:
                     raise
+                refused = unreachable_reason(exc) if fault == "connection" else None
+                if fault == "connection" and breaker is not None:
+                    breaker.failure(backend, refused or self.describe(exc))
+                if refused is not None:
+                    raise RunnerError(
+                        self.say(where, f"connection failed: {self.describe(exc)}")
+                        + f" (not retried: {refused})",
+                        kind="connection",
+                        retryable=False,
+                    ) from None
                 if fault == "unsendable":
                     raise RunnerError(
                         self.say(where, f"request could not be sent: {self.describe(exc)}"),
@@ -160,6 +210,8 @@ class JsonHttp:
                     what, kind = f"connection failed: {self.describe(exc)}", "connection"
                 error = RunnerError(self.say(where, what), kind=kind, retryable=True)
             else:
+                if breaker is not None:
+                    breaker.success(backend)
                 elapsed_ms = (time.perf_counter() - started) * 1000.0
                 status = response.status_code
                 if 200 <= status < 300 or status in pass_statuses:
@@ -205,12 +257,49 @@ class JsonHttp:
         tokens = estimate_tokens(body) if self.limiter.counts_tokens else 0
         async with self.limiter.slot(tokens) as slot:
             started = time.perf_counter()
-            response = await within(client.post(url, json=body), self.timeout_s)
+            response = await within(self._post(client, url, body), self.timeout_s)
             status = response.status_code
             wait = retry_after(response.headers.get("retry-after")) if status == 429 else None
             used = usage_tokens(response) if tokens and response.is_success else None
             slot.feedback(status, None if wait is None else min(wait, self.max_backoff_s), used)
             return response, started
+
+    async def _post(self, client: httpx.AsyncClient, url: str, body: Any) -> httpx.Response:
+        """POST and read the answer as it streams in, up to ``max_response_bytes``."""
+        request = client.build_request("POST", url, json=body)
+        response = await client.send(request, stream=True)
+        limit = self.max_response_bytes
+        try:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise self._too_large(url, f"it declares {int(declared)} bytes; none were read")
+            content = bytearray()
+            async for chunk in response.aiter_bytes():
+                content += chunk
+                if len(content) > limit:
+                    raise self._too_large(url, f"stopped after reading {len(content)} bytes")
+        finally:
+            await response.aclose()
+        # the body is decoded already: the new response must not decode it again
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _REPACKED]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=bytes(content),
+            request=request,
+            extensions=response.extensions,
+        )
+
+    def _too_large(self, url: str, what: str) -> RunnerError:
+        limit = self.max_response_bytes
+        return RunnerError(
+            self.say(
+                public_url(url),
+                f"response body over the {limit}-byte limit (--llmeval-max-response-bytes): {what}",
+            ),
+            kind="protocol",
+            retryable=False,
+        )
 
     async def aclose(self) -> None:
         """Close the pooled client (idempotent; the next request opens a new one).
@@ -276,6 +365,12 @@ class JsonHttp:
             )
             self._loop = loop
         return self._client
+
+
+def _origin(url: str) -> str:
+    """``scheme://host:port`` of a URL (what the breaker knows a backend by by default)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def check_http_url(url: str, label: str, what: str = "url") -> None:

@@ -34,7 +34,13 @@ from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
 from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners.base import AgentResponse
-from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
+from pytest_llmeval.runners.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    AsyncClosing,
+    JsonHttp,
+    check_http_url,
+    secrets_of,
+)
 
 __all__ = ["HttpAgentRunner", "public_url"]
 
@@ -54,6 +60,7 @@ class HttpAgentRunner(AsyncClosing):
         transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
             ``None``: the default, aiohttp.
         deterministic: Never retry: the first 429/5xx/timeout/dropped connection is an error.
+        max_response_bytes: Largest response body read; a longer one is the case's error.
 
     One pooled keep-alive ``httpx.AsyncClient`` is created on the first :meth:`send`, in the
     running event loop, and shared by concurrent sends (see
@@ -74,6 +81,7 @@ class HttpAgentRunner(AsyncClosing):
         limiter: Limiter | None = None,
         transport: str | None = None,
         deterministic: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         check_http_url(url, self.name)
         self.url = url
@@ -89,6 +97,8 @@ class HttpAgentRunner(AsyncClosing):
             secrets=secrets_of(url, self.headers),
             limiter=limiter,
             transport=transport,
+            max_response_bytes=max_response_bytes,
+            backend=public_url(url),
         )
         self.timeout_s = self._http.timeout_s
         self.max_retries = self._http.max_retries

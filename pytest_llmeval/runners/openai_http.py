@@ -68,7 +68,13 @@ from pytest_llmeval.prompt import PromptWrapper
 from pytest_llmeval.providers import route_model
 from pytest_llmeval.redact import mask_named, named_secrets, public_url
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
-from pytest_llmeval.runners.http import AsyncClosing, JsonHttp, check_http_url, secrets_of
+from pytest_llmeval.runners.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    AsyncClosing,
+    JsonHttp,
+    check_http_url,
+    secrets_of,
+)
 
 if TYPE_CHECKING:
     from pytest_llmeval.settings import Settings
@@ -101,6 +107,7 @@ class OpenAIRunner(AsyncClosing):
         limiter: The session's limits every attempt waits for (:mod:`pytest_llmeval.limits`).
         transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
             ``None``: the default, aiohttp.
+        max_response_bytes: Largest response body read; a longer one is the case's error.
     """
 
     name = "openai"
@@ -128,6 +135,7 @@ class OpenAIRunner(AsyncClosing):
         provider: str | None = None,
         limiter: Limiter | None = None,
         transport: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model:
             raise ConfigError("openai: a model name is needed (--llmeval-model)")
@@ -172,6 +180,8 @@ class OpenAIRunner(AsyncClosing):
             ],
             limiter=limiter,
             transport=transport,
+            max_response_bytes=max_response_bytes,
+            backend=public_url(self.base_url),
         )
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
@@ -203,6 +213,7 @@ class OpenAIRunner(AsyncClosing):
             provider=route.provider,
             limiter=limiter,
             transport=settings.http_transport,
+            max_response_bytes=settings.max_response_bytes,
         )
 
     def fingerprint(self) -> dict[str, Any]:

@@ -49,6 +49,7 @@ def _http_agent(settings: Settings, limiter: Limiter) -> Any:
         limiter=limiter,
         transport=settings.http_transport,
         deterministic=settings.deterministic,
+        max_response_bytes=settings.max_response_bytes,
     )
 
 

@@ -23,6 +23,7 @@ aiohttp error underneath.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from typing import Literal
 
@@ -75,6 +76,27 @@ def fault_kind(exc: BaseException) -> FaultKind | None:
         return "unsendable"
     if isinstance(cause, (httpx.TransportError, aiohttp.ClientError)):
         return "connection"
+    return None
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """``"connection refused"`` or ``"name resolution failed"`` when ``exc`` says the backend
+    is not there at all (trying again at once cannot help), else ``None``."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, (socket.gaierror, aiohttp.ClientConnectorDNSError)):
+            return "name resolution failed"
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        os_error = getattr(current, "os_error", None)
+        todo += [current.__cause__, current.__context__]
+        if isinstance(os_error, BaseException):
+            todo.append(os_error)
     return None
 
 

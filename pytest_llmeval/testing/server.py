@@ -159,7 +159,9 @@ class ScriptedServer:
     Args:
         handler: Answers requests no route matches (404 ``{"error": "no route"}`` when None).
         routes: Initial routes, ``{(method, path): handler_or_reply}``; see :meth:`route`.
-        host: The address to bind (loopback by default; the port is always ephemeral).
+        host: The address to bind (loopback by default).
+        port: The port to bind; 0 (the default) picks a free one. A fixed port lets a test
+            bring a backend back where a stopped one was.
         join_timeout_s: How long :meth:`stop` waits for connection threads before it gives up
             and raises ``RuntimeError``.
 
@@ -175,10 +177,12 @@ class ScriptedServer:
         *,
         routes: Mapping[tuple[str, str], Handler | Reply] | None = None,
         host: str = "127.0.0.1",
+        port: int = 0,
         join_timeout_s: float = 5.0,
     ) -> None:
         self._default: Handler | None = _as_handler(handler) if handler is not None else None
         self._host = host
+        self._port = port
         self._join_timeout_s = join_timeout_s
         self._lock = threading.Lock()
         self._routes: dict[tuple[str, str], Handler] = {}
@@ -282,7 +286,7 @@ class ScriptedServer:
         if self._httpd is not None:
             raise RuntimeError("ScriptedServer is already running")
         self._stopping.clear()
-        httpd = _HTTPServer(self, (self._host, 0))
+        httpd = _HTTPServer(self, (self._host, self._port))
         thread = threading.Thread(
             target=httpd.serve_forever,
             kwargs={"poll_interval": 0.02},

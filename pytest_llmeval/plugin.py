@@ -15,6 +15,7 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
+from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
@@ -50,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    config.stash[deselections_key] = Deselections(state)
+    config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):
         report = SessionReport(state)
         config.stash[session_report_key] = report

@@ -84,7 +84,7 @@ def _row(label: str, totals: dict[str, Any]) -> str:
 def verdict_lines(verdict: Verdict) -> list[str]:
     """One line per gate, then the baseline comparison."""
     lines = [
-        f"gate {g.gate.name}: {'passed' if g.passed else 'FAILED'} ({g.message})"
+        f"gate {g.gate.name}: {'FAILED' if g.failed else g.status} ({g.message})"
         for g in verdict.gate_results
     ]
     lines += [f"gate problem: {problem}" for problem in verdict.gate_problems]

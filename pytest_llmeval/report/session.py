@@ -19,6 +19,7 @@ from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
+from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.models import Report
@@ -96,6 +97,7 @@ class SessionReport:
         writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
         results = [self.results[key] for key in sorted(self.results)]
         self.report = report = writer.build(results, self.runners)
+        report.deselected = state.config.stash[deselections_key].counts()
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None:

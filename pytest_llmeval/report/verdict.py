@@ -30,7 +30,7 @@ from pytest_llmeval.report.gates import (
     suite_gate_results,
 )
 from pytest_llmeval.rundir.comparison import BaselineDiff
-from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
+from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, GateStatus, Report
 from pytest_llmeval.settings import Settings
 
 __all__ = [
@@ -81,7 +81,12 @@ class Verdict:
 
     @property
     def failed_gates(self) -> list[GateResult]:
-        return [g for g in self.gate_results if not g.passed]
+        return [g for g in self.gate_results if g.failed]
+
+    @property
+    def partial_gates(self) -> list[GateResult]:
+        """Gates that held on a run that left some of their cases out: not a pass."""
+        return [g for g in self.gate_results if g.status == "partial"]
 
     @property
     def regressions(self) -> list[str]:
@@ -102,18 +107,26 @@ class Verdict:
 
     @property
     def gates_passed(self) -> bool | None:
-        """Whether every gate passed; ``None`` when the run has no gates."""
+        """Whether every gate passed (a ``partial`` gate did not, though it does not fail the
+        run); ``None`` when the run has no gates."""
         if not self.gate_results and not self.gate_problems:
             return None
-        return not self.failed_gates and not self.gate_problems
+        return not self.failed_gates and not self.gate_problems and not self.partial_gates
 
     def gate_decision(self) -> str:
         passed = self.gates_passed
         if passed is None:
             return "gates: none"
-        failed = len(self.failed_gates) + len(self.gate_problems)
         count = len(self.gate_results)
-        return "gates: passed" if passed else f"gates: FAILED ({failed} of {count} gate(s))"
+        failed = len(self.failed_gates) + len(self.gate_problems)
+        if failed:
+            return f"gates: FAILED ({failed} of {count} gate(s))"
+        if self.partial_gates:
+            return (
+                f"gates: partial ({len(self.partial_gates)} of {count} gate(s) judged a "
+                "subset of their cases)"
+            )
+        return "gates: passed"
 
     def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
         """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
@@ -126,10 +139,10 @@ class Verdict:
         reports: list[pytest.TestReport] = []
         for result in self.gate_results:
             nodeid = f"{GATES_NODE}::{result.gate.name}"
-            reports += _test_reports(nodeid, result.passed, result.message)
+            reports += _test_reports(nodeid, result.status, result.message)
         if self.baseline_refusal is not None:
             message = f"baseline not compared: {self.baseline_refusal}"
-            reports += _test_reports(BASELINE_NODE, False, message)
+            reports += _test_reports(BASELINE_NODE, "failed", message)
         elif self.baseline_diff is not None:
             failed = self.regressions
             message = (
@@ -138,7 +151,8 @@ class Verdict:
                 if failed
                 else "a gate that passed in the baseline fails now"
             )
-            reports += _test_reports(BASELINE_NODE, not self.baseline_diff.regressed, message)
+            status: GateStatus = "failed" if self.baseline_diff.regressed else "passed"
+            reports += _test_reports(BASELINE_NODE, status, message)
         return reports
 
 
@@ -233,19 +247,24 @@ def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[
     return gates, problems
 
 
-def _test_reports(nodeid: str, passed: bool, message: str) -> list[pytest.TestReport]:
-    location = (nodeid.split("::", 1)[0], None, nodeid.split("::", 1)[-1])
+def _test_reports(nodeid: str, status: GateStatus, message: str) -> list[pytest.TestReport]:
+    """A gate as a test: ``failed`` fails; ``partial`` is skipped with the reason (junit
+    ``<skipped>``), since a gate judged on a subset neither passed nor failed; any other
+    status passes."""
+    path, _, name = nodeid.partition("::")
+    location = (path, None, name)
     keywords: dict[str, Literal[1]] = {"llmeval": 1}
+    call: pytest.TestReport
+    if status == "failed":
+        call = pytest.TestReport(nodeid, location, keywords, "failed", message, "call")
+    elif status == "partial":
+        reason = (path, 0, f"Skipped: {message}")
+        call = pytest.TestReport(nodeid, location, keywords, "skipped", reason, "call")
+    else:
+        call = pytest.TestReport(nodeid, location, keywords, "passed", None, "call")
     return [
         pytest.TestReport(nodeid, location, keywords, "passed", None, "setup"),
-        pytest.TestReport(
-            nodeid,
-            location,
-            keywords,
-            "passed" if passed else "failed",
-            None if passed else message,
-            "call",
-        ),
+        call,
         pytest.TestReport(nodeid, location, keywords, "passed", None, "teardown"),
     ]
 

@@ -15,6 +15,7 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
+from pytest_llmeval.report import case_reports
 from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
@@ -190,4 +191,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if isinstance(item, EvalItem):
         item.state.results.attach(item, call, report)
+        case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
     return report

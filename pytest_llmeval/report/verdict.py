@@ -41,6 +41,7 @@ __all__ = [
     "cli_gates",
     "exit_status",
     "gather_gates",
+    "is_broken",
     "judge",
 ]
 
@@ -75,6 +76,10 @@ class Verdict:
     """Why the baseline was not compared (fingerprints differ, unreadable ...)."""
     faults: list[Fault] = field(default_factory=list)
     """Other reasons the run fails: the run dir could not be written, MLflow, a leak."""
+    broken: list[str] = field(default_factory=list)
+    """Node ids of broken input (a record, data file or manifest that could not be read: an
+    error with no case). Not a case's miss: it fails the run under ``--llmeval-exit-on gates``
+    too, and its error item is its one report (a broken manifest is no gate problem too)."""
 
     def faults_of(self, kind: FaultKind) -> list[str]:
         return [f.message for f in self.faults if f.kind == kind]
@@ -103,6 +108,7 @@ class Verdict:
             or self.baseline_refusal is not None
             or (self.baseline_diff is not None and self.baseline_diff.regressed)
             or bool(self.faults)
+            or bool(self.broken)
         )
 
     @property
@@ -130,7 +136,7 @@ class Verdict:
 
     def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
         """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
-        cases_failed = any(r.outcome in FAILED_OUTCOMES for r in results)
+        cases_failed = any(r.outcome in FAILED_OUTCOMES and not r.xfailed for r in results)
         current = pytest.ExitCode.TESTS_FAILED if cases_failed else pytest.ExitCode.OK
         return int(exit_status(current, exit_on, self.failed))
 
@@ -140,6 +146,14 @@ class Verdict:
         for result in self.gate_results:
             nodeid = f"{GATES_NODE}::{result.gate.name}"
             reports += _test_reports(nodeid, result.status, result.message)
+        seen: set[str] = set()
+        for problem in self.gate_problems:  # unreadable gates fail the run: a failed entry
+            source = problem.split(": ", 1)[0]
+            nodeid = f"{GATES_NODE}::{source}"
+            while nodeid in seen:
+                nodeid += "+"
+            seen.add(nodeid)
+            reports += _test_reports(nodeid, "failed", problem)
         if self.baseline_refusal is not None:
             message = f"baseline not compared: {self.baseline_refusal}"
             reports += _test_reports(BASELINE_NODE, "failed", message)
@@ -169,6 +183,7 @@ def judge(
     verdict = Verdict(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
         gate_problems=list(gate_problems),
+        broken=[r.nodeid for r in results if is_broken(r)],
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
     if settings.baseline is not None:
@@ -224,19 +239,27 @@ def gather_gates(
     return gates, problems
 
 
+def is_broken(result: CaseResult) -> bool:
+    """Whether ``result`` is broken input's error item: an error with no case behind it."""
+    return result.outcome == "error" and not result.case_fingerprint
+
+
 def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
     gates: list[Gate] = []
     problems: list[str] = []
-    manifests = sorted(
-        {r.nodeid.split("::", 1)[0] for r in results if ".llmeval.yaml::" in r.nodeid}
-    )
-    for name in manifests:
+    manifests: dict[str, bool] = {}  # manifest -> whether an error item already reports it
+    for result in results:
+        if ".llmeval.yaml::" in result.nodeid:
+            name = result.nodeid.split("::", 1)[0]
+            manifests[name] = manifests.get(name, False) or is_broken(result)
+    for name, reported in sorted(manifests.items()):
         if not (rootdir / name).is_file():
             continue  # run elsewhere: the earlier reports carry its gates
         try:
             manifest = read_manifest(rootdir / name, name)
         except CaseFileError as exc:
-            problems.append(str(exc))
+            if not reported:  # else its error item says it, and fails the run (broken)
+                problems.append(str(exc))
             continue
         if manifest.gates is None:
             continue

@@ -304,6 +304,9 @@ class CaseResult(_Model):
     category: str | None = None
     outcome: Outcome
     """``passed``, ``failed``, ``error`` (could not be judged) or ``skipped``."""
+    xfailed: bool = False
+    """The case missed under a manifest's ``misses: xfail``: pytest's expected failure, which
+    does not fail the session (``merge`` and ``summarize`` exit as the session did)."""
     passed: bool
     error: str | None = None
     """The first failure or error message, or null."""

@@ -15,7 +15,9 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
+from pytest_llmeval.report import case_reports
 from pytest_llmeval.report.progress import Progress
+from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.runners.registry import RunnerRegistry
@@ -51,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    config.stash[deselections_key] = Deselections(state)
+    config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):
         report = SessionReport(state)
         config.stash[session_report_key] = report
@@ -205,4 +209,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if isinstance(item, EvalItem):
         item.state.results.attach(item, call, report)
+        case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
     return report

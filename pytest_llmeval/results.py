@@ -75,6 +75,8 @@ class ResultBuilder:
         if report.when == "call" and item.result is not None:
             if report.failed and not isinstance(getattr(excinfo, "value", None), EvalFailure):
                 return _with(item.result, "error", _message(excinfo), "call", _traceback(excinfo))
+            if hasattr(report, "wasxfail"):  # a manifest's misses: xfail
+                return item.result.model_copy(update={"xfailed": True})
             return item.result
         if report.when == "teardown" or (report.when == "setup" and report.passed):
             return None

@@ -66,3 +66,31 @@ def test_summarize_keeps_the_baseline_and_the_suites_own_gates(pytester: pytest.
     done = _summarize(str(run))
     assert done.returncode == 0, done.stderr
     assert json.loads((run / "report.json").read_text()) == before
+
+
+def test_summary_md_is_inert_for_hostile_case_text() -> None:
+    from pytest_llmeval.models import CaseResult
+    from pytest_llmeval.report.console import summary_markdown
+
+    totals = {"total": 1, "passed": 0, "failed": 1, "errors": 0, "skipped": 0, "pass_rate": 0.0}
+    hostile = "x|y\n# Owned\n![i](http://e/i.png) [link](http://e) <img src=x onerror=alert(1)> `c`"
+    report = {
+        "suites": {"golden": {**totals, "categories": {"a|b<script>": totals}}},
+        "totals": totals,
+        "runner_fingerprint": "r`r",
+        "dataset_sha256": "d",
+    }
+    result = CaseResult(case_id="c", suite="golden", file="f.json", line=1,
+                        nodeid="f.json::c|`</td>[x](y)", outcome="failed", passed=False,
+                        error=hostile)  # fmt: skip
+    text = summary_markdown(report, [result])
+    assert "<img" not in text and "<script>" not in text and "&lt;img" in text
+    assert "\n# Owned" not in text and "\\# Owned" in text
+    assert "![" not in text and "\\!\\[i\\]\\(http://e/i.png\\)" in text
+    assert "| golden | a\\|b&lt;script&gt; | 1 |" in text  # one cell, not two
+    failing = [line for line in text.splitlines() if line.startswith("- ")]
+    assert failing == [
+        "- ``f.json::c|`</td>[x](y)`` (failed): x\\|y \\# Owned "
+        "\\!\\[i\\]\\(http://e/i.png\\) \\[link\\]\\(http://e\\) "
+        "&lt;img src=x onerror=alert\\(1\\)&gt; \\`c\\`"
+    ]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmeval.clip import clip
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import baseline_case_lines
 
@@ -12,6 +15,27 @@ if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
 
 MAX_LISTED_FAILURES = 50
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~<>])")
+
+
+def md_text(value: object) -> str:
+    """``value`` as inert Markdown text on one line: HTML escaped (``<``, ``>``, ``&``),
+    every Markdown punctuation mark backslash-escaped (so no link, image, heading, emphasis,
+    code span or table cell border survives), and line breaks as spaces. Every case- or
+    data-derived text in ``summary.md`` goes through it: a CI step summary renders it."""
+    text = " ".join(str(value).splitlines())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def md_code(value: object) -> str:
+    """``value`` as a Markdown code span on one line: nothing in it is rendered, and its fence
+    is longer than any run of backticks inside, so it cannot be closed early."""
+    text = " ".join(str(value).splitlines())
+    runs = [len(run) for run in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _rate(value: float | None) -> str:
@@ -47,7 +71,7 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, body in report["suites"].items():
-        out.append(_row(name, body))
+        out.append(_row(md_text(name), body))
     out.append(_row("**all**", report["totals"]))
     out += ["", "## By category", ""]
     out += [
@@ -56,21 +80,19 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     ]
     for name, body in report["suites"].items():
         for category, totals in body.get("categories", {}).items():
-            out.append(_row(f"{name} | {category}", totals))
+            out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
     bad = [r for r in results if r.outcome in ("failed", "error")]
     if bad:
         out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
         for result in bad[:MAX_LISTED_FAILURES]:
-            message = (result.error or "").replace("\n", " ")
-            if len(message) > 200:
-                message = message[:200] + "..."
-            out.append(f"- `{result.nodeid}` ({result.outcome}): {message}")
+            message = clip(" ".join((result.error or "").splitlines()), 200)
+            out.append(f"- {md_code(result.nodeid)} ({result.outcome}): {md_text(message)}")
         if len(bad) > MAX_LISTED_FAILURES:
             out.append(f"- ... and {len(bad) - MAX_LISTED_FAILURES} more (see results.jsonl)")
     out += [
         "",
-        f"runner: `{report.get('runner_fingerprint')}`",
-        f"dataset: `{report['dataset_sha256']}`",
+        f"runner: {md_text(report.get('runner_fingerprint'))}",
+        f"dataset: {md_text(report['dataset_sha256'])}",
         "",
     ]
     return "\n".join(out)
@@ -86,7 +108,7 @@ def _row(label: str, totals: dict[str, Any]) -> str:
 def verdict_lines(verdict: Verdict) -> list[str]:
     """One line per gate, then the baseline comparison."""
     lines = [
-        f"gate {g.gate.name}: {'passed' if g.passed else 'FAILED'} ({g.message})"
+        f"gate {g.gate.name}: {'FAILED' if g.failed else g.status} ({g.message})"
         for g in verdict.gate_results
     ]
     lines += [f"gate problem: {problem}" for problem in verdict.gate_problems]

@@ -27,7 +27,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard, get_args
 
-from pytest_llmeval.rundir.models import Gate, GateOp, GateResult, GateSource, GatesSection
+from pytest_llmeval.rundir.models import (
+    Gate,
+    GateOp,
+    GateResult,
+    GateSource,
+    GatesSection,
+    GateStatus,
+)
 
 __all__ = [
     "EQ_TOLERANCE",
@@ -44,6 +51,7 @@ __all__ = [
     "make_gate",
     "parse_gate",
     "parse_gate_spec",
+    "partial_status",
     "suite_gate_results",
 ]
 
@@ -290,12 +298,30 @@ def evaluate_gates(gates: Iterable[Gate], report: Mapping[str, Any]) -> list[Gat
     """Check every gate against ``report`` (a ``report.json`` body), sorted by gate name.
 
     Gates with the same name check the same thing: only the first by source (cli, manifest,
-    header) is kept.
+    header) is kept. A gate that holds on a run that left some of its cases out (the report's
+    ``deselected``) is ``partial``, not ``passed`` (:func:`partial_status`).
     """
     unique: dict[str, Gate] = {}
     for gate in sorted(gates, key=lambda g: (g.name, _SOURCE_ORDER[g.source])):
         unique.setdefault(gate.name, gate)
-    return [_evaluate(gate, report) for gate in unique.values()]
+    return [partial_status(_evaluate(gate, report), report) for gate in unique.values()]
+
+
+def partial_status(result: GateResult, report: Mapping[str, Any]) -> GateResult:
+    """``result`` judged on a run that left out cases of its suite (any suite for ``*``; the
+    report's ``deselected``): a gate that held is ``partial``, since a subset meeting the
+    threshold says nothing about the whole; one that failed stays ``failed``. Either way its
+    message says how many cases were left out."""
+    deselected = report.get("deselected")
+    if result.status not in ("passed", "failed") or not isinstance(deselected, Mapping):
+        return result
+    suite = result.gate.suite
+    left_out = sum(deselected.values()) if suite == TOTALS else deselected.get(suite, 0)
+    if not left_out:
+        return result
+    status: GateStatus = "partial" if result.status == "passed" else "failed"
+    message = f"{result.message}; partial: {left_out} case(s) deselected"
+    return result.model_copy(update={"status": status, "message": message})
 
 
 def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
@@ -313,6 +339,7 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
                 gate=gate,
                 value=None,
                 passed=False,
+                status="failed",
                 message=(
                     f"{label} {want}: suite {gate.suite!r} has no results in this run "
                     f"(suites: {known}; * for the totals)"
@@ -329,6 +356,7 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
             gate=gate,
             value=None,
             passed=False,
+            status="failed",
             message=f"{label} {want}: {why}; metrics of {gate.suite!r}: {shown}",
         )
     number = float(value)
@@ -337,7 +365,8 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
     message = (
         f"{label} = {shown_value} {want}" if passed else f"{label} = {shown_value}, needs {want}"
     )
-    return GateResult(gate=gate, value=number, passed=passed, message=message)
+    status: GateStatus = "passed" if passed else "failed"
+    return GateResult(gate=gate, value=number, passed=passed, status=status, message=message)
 
 
 def _describe(value: object) -> str:
@@ -359,8 +388,10 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
     count-based and hard gates), as gate results named ``SUITE.METRIC OP THRESHOLD``.
 
     A suite's gate entry has ``metric``, ``kind``, ``threshold``, ``value``, ``status`` and a
-    ``message``; only ``status == "fail"`` fails (``inconclusive``, ``warn`` and ``n/a`` pass,
-    their message says so).
+    ``message``; only ``status == "fail"`` fails. The result's ``status`` is the suite's
+    (``pass`` and ``fail`` read ``passed`` and ``failed``; ``inconclusive``, ``warn`` and
+    ``n/a`` do not fail), and ``partial`` when a passing gate's suite lost cases to a
+    deselection.
     """
     out = []
     for suite, body in (report.get("suites") or {}).items():
@@ -373,15 +404,26 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
             op = "==" if entry.get("kind") == "zero" else ">="
             gate = make_gate(suite, entry["metric"], op, float(entry["threshold"]), "header")
             value = entry.get("value")
-            out.append(
-                GateResult(
-                    gate=gate,
-                    value=float(value) if isinstance(value, (int, float)) else None,
-                    passed=entry["status"] != "fail",
-                    message=str(entry.get("message") or entry["status"]),
-                )
+            status = _SUITE_STATUSES.get(str(entry["status"]), "n/a")
+            result = GateResult(
+                gate=gate,
+                value=float(value) if isinstance(value, (int, float)) else None,
+                passed=status != "failed",
+                status=status,
+                message=str(entry.get("message") or entry["status"]),
             )
+            out.append(partial_status(result, report))
     return out
+
+
+_SUITE_STATUSES: dict[str, GateStatus] = {
+    "pass": "passed",
+    "fail": "failed",
+    "inconclusive": "inconclusive",
+    "warn": "warn",
+    "n/a": "n/a",
+}
+"""A suite's own gate status as a :data:`GateStatus` (an unknown one reads ``n/a``)."""
 
 
 def gates_section(results: Iterable[GateResult]) -> dict[str, Any]:

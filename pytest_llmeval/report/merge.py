@@ -368,9 +368,19 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     report = writer.build(results, runners)
     _shard_fingerprints(report, ordered)
     earlier = [run.report for run in ordered if run.report is not None]
+    report.deselected = _deselected(earlier)
     gates, problems = verdict.gather_gates(settings, results, earlier)
     judged = verdict.judge(report, results, settings, gates, problems)
     return Merged(settings, writer, results, runners, report, judged)
+
+
+def _deselected(reports: Sequence[Report]) -> dict[str, int] | None:
+    """The cases the shards left out beyond each other's (``-k``, ``-m`` ...), by suite."""
+    out: dict[str, int] = {}
+    for report in reports:
+        for suite, count in (report.deselected or {}).items():
+            out[suite] = out.get(suite, 0) + count
+    return dict(sorted(out.items())) or None
 
 
 def _shard_fingerprints(report: Report, runs: Sequence[RunRecord]) -> None:

@@ -20,6 +20,7 @@ from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.progress import results_cost
 from pytest_llmeval.report.provenance import filtered_environment, git_state
+from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.models import Report
@@ -99,6 +100,7 @@ class SessionReport:
         self.report = report = writer.build(results, self.runners)
         if settings.prices is not None:
             report.totals.cost_usd = results_cost(results, self.runners, settings)
+        report.deselected = state.config.stash[deselections_key].counts()
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None:

@@ -30,7 +30,7 @@ from pytest_llmeval.report.gates import (
     suite_gate_results,
 )
 from pytest_llmeval.rundir.comparison import BaselineDiff
-from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
+from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, GateStatus, Report
 from pytest_llmeval.settings import Settings
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "cli_gates",
     "exit_status",
     "gather_gates",
+    "is_broken",
     "judge",
 ]
 
@@ -75,13 +76,22 @@ class Verdict:
     """Why the baseline was not compared (fingerprints differ, unreadable ...)."""
     faults: list[Fault] = field(default_factory=list)
     """Other reasons the run fails: the run dir could not be written, MLflow, a leak."""
+    broken: list[str] = field(default_factory=list)
+    """Node ids of broken input (a record, data file or manifest that could not be read: an
+    error with no case). Not a case's miss: it fails the run under ``--llmeval-exit-on gates``
+    too, and its error item is its one report (a broken manifest is no gate problem too)."""
 
     def faults_of(self, kind: FaultKind) -> list[str]:
         return [f.message for f in self.faults if f.kind == kind]
 
     @property
     def failed_gates(self) -> list[GateResult]:
-        return [g for g in self.gate_results if not g.passed]
+        return [g for g in self.gate_results if g.failed]
+
+    @property
+    def partial_gates(self) -> list[GateResult]:
+        """Gates that held on a run that left some of their cases out: not a pass."""
+        return [g for g in self.gate_results if g.status == "partial"]
 
     @property
     def regressions(self) -> list[str]:
@@ -98,26 +108,35 @@ class Verdict:
             or self.baseline_refusal is not None
             or (self.baseline_diff is not None and self.baseline_diff.regressed)
             or bool(self.faults)
+            or bool(self.broken)
         )
 
     @property
     def gates_passed(self) -> bool | None:
-        """Whether every gate passed; ``None`` when the run has no gates."""
+        """Whether every gate passed (a ``partial`` gate did not, though it does not fail the
+        run); ``None`` when the run has no gates."""
         if not self.gate_results and not self.gate_problems:
             return None
-        return not self.failed_gates and not self.gate_problems
+        return not self.failed_gates and not self.gate_problems and not self.partial_gates
 
     def gate_decision(self) -> str:
         passed = self.gates_passed
         if passed is None:
             return "gates: none"
-        failed = len(self.failed_gates) + len(self.gate_problems)
         count = len(self.gate_results)
-        return "gates: passed" if passed else f"gates: FAILED ({failed} of {count} gate(s))"
+        failed = len(self.failed_gates) + len(self.gate_problems)
+        if failed:
+            return f"gates: FAILED ({failed} of {count} gate(s))"
+        if self.partial_gates:
+            return (
+                f"gates: partial ({len(self.partial_gates)} of {count} gate(s) judged a "
+                "subset of their cases)"
+            )
+        return "gates: passed"
 
     def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
         """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
-        cases_failed = any(r.outcome in FAILED_OUTCOMES for r in results)
+        cases_failed = any(r.outcome in FAILED_OUTCOMES and not r.xfailed for r in results)
         current = pytest.ExitCode.TESTS_FAILED if cases_failed else pytest.ExitCode.OK
         return int(exit_status(current, exit_on, self.failed))
 
@@ -126,10 +145,18 @@ class Verdict:
         reports: list[pytest.TestReport] = []
         for result in self.gate_results:
             nodeid = f"{GATES_NODE}::{result.gate.name}"
-            reports += _test_reports(nodeid, result.passed, result.message)
+            reports += _test_reports(nodeid, result.status, result.message)
+        seen: set[str] = set()
+        for problem in self.gate_problems:  # unreadable gates fail the run: a failed entry
+            source = problem.split(": ", 1)[0]
+            nodeid = f"{GATES_NODE}::{source}"
+            while nodeid in seen:
+                nodeid += "+"
+            seen.add(nodeid)
+            reports += _test_reports(nodeid, "failed", problem)
         if self.baseline_refusal is not None:
             message = f"baseline not compared: {self.baseline_refusal}"
-            reports += _test_reports(BASELINE_NODE, False, message)
+            reports += _test_reports(BASELINE_NODE, "failed", message)
         elif self.baseline_diff is not None:
             failed = self.regressions
             message = (
@@ -138,7 +165,8 @@ class Verdict:
                 if failed
                 else "a gate that passed in the baseline fails now"
             )
-            reports += _test_reports(BASELINE_NODE, not self.baseline_diff.regressed, message)
+            status: GateStatus = "failed" if self.baseline_diff.regressed else "passed"
+            reports += _test_reports(BASELINE_NODE, status, message)
         return reports
 
 
@@ -155,6 +183,7 @@ def judge(
     verdict = Verdict(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
         gate_problems=list(gate_problems),
+        broken=[r.nodeid for r in results if is_broken(r)],
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
     if settings.baseline is not None:
@@ -210,19 +239,27 @@ def gather_gates(
     return gates, problems
 
 
+def is_broken(result: CaseResult) -> bool:
+    """Whether ``result`` is broken input's error item: an error with no case behind it."""
+    return result.outcome == "error" and not result.case_fingerprint
+
+
 def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
     gates: list[Gate] = []
     problems: list[str] = []
-    manifests = sorted(
-        {r.nodeid.split("::", 1)[0] for r in results if ".llmeval.yaml::" in r.nodeid}
-    )
-    for name in manifests:
+    manifests: dict[str, bool] = {}  # manifest -> whether an error item already reports it
+    for result in results:
+        if ".llmeval.yaml::" in result.nodeid:
+            name = result.nodeid.split("::", 1)[0]
+            manifests[name] = manifests.get(name, False) or is_broken(result)
+    for name, reported in sorted(manifests.items()):
         if not (rootdir / name).is_file():
             continue  # run elsewhere: the earlier reports carry its gates
         try:
             manifest = read_manifest(rootdir / name, name)
         except CaseFileError as exc:
-            problems.append(str(exc))
+            if not reported:  # else its error item says it, and fails the run (broken)
+                problems.append(str(exc))
             continue
         if manifest.gates is None:
             continue
@@ -233,19 +270,24 @@ def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[
     return gates, problems
 
 
-def _test_reports(nodeid: str, passed: bool, message: str) -> list[pytest.TestReport]:
-    location = (nodeid.split("::", 1)[0], None, nodeid.split("::", 1)[-1])
+def _test_reports(nodeid: str, status: GateStatus, message: str) -> list[pytest.TestReport]:
+    """A gate as a test: ``failed`` fails; ``partial`` is skipped with the reason (junit
+    ``<skipped>``), since a gate judged on a subset neither passed nor failed; any other
+    status passes."""
+    path, _, name = nodeid.partition("::")
+    location = (path, None, name)
     keywords: dict[str, Literal[1]] = {"llmeval": 1}
+    call: pytest.TestReport
+    if status == "failed":
+        call = pytest.TestReport(nodeid, location, keywords, "failed", message, "call")
+    elif status == "partial":
+        reason = (path, 0, f"Skipped: {message}")
+        call = pytest.TestReport(nodeid, location, keywords, "skipped", reason, "call")
+    else:
+        call = pytest.TestReport(nodeid, location, keywords, "passed", None, "call")
     return [
         pytest.TestReport(nodeid, location, keywords, "passed", None, "setup"),
-        pytest.TestReport(
-            nodeid,
-            location,
-            keywords,
-            "passed" if passed else "failed",
-            None if passed else message,
-            "call",
-        ),
+        call,
         pytest.TestReport(nodeid, location, keywords, "passed", None, "teardown"),
     ]
 

@@ -22,6 +22,7 @@ from pydantic import (
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 from pytest_llmeval.rundir.comparison import BaselineDiff
@@ -33,6 +34,7 @@ __all__ = [
     "GateOp",
     "GateResult",
     "GateSource",
+    "GateStatus",
     "GatesSection",
     "Number",
     "Report",
@@ -49,6 +51,10 @@ Number = int | float
 
 GateOp = Literal[">=", "<=", ">", "<", "=="]
 GateSource = Literal["cli", "manifest", "header"]
+GateStatus = Literal["passed", "failed", "partial", "inconclusive", "warn", "n/a"]
+"""What a gate decided. ``partial``: the run left cases of the gate's suite out (``-k``, ``-m``,
+``--lf``), so a met threshold proves nothing; ``inconclusive``, ``warn`` and ``n/a`` are a
+suite's own gate statuses. Only ``failed`` fails the run."""
 
 
 class Totals(BaseModel):
@@ -125,10 +131,26 @@ class GateResult(BaseModel):
     """Whether the value meets the threshold (always ``False`` without a value)."""
     message: str
     """One line for the terminal: the value against the threshold, or why there is none."""
+    status: GateStatus
+    """What the gate decided; every reader (terminal, junit, ``summary.md``, the HTML page)
+    shows this. A report written before the field existed gets ``passed`` or ``failed``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_from_passed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "status" not in data and "passed" in data:
+            data = {**data, "status": "passed" if data["passed"] else "failed"}
+        return data
+
+    @property
+    def failed(self) -> bool:
+        """Whether this gate fails the run."""
+        return self.status == "failed"
 
 
 class GatesSection(BaseModel):
-    """``report.json`` ``gates``: every gate's result, sorted by name, and whether all passed."""
+    """``report.json`` ``gates``: every gate's result, sorted by name, and whether all passed
+    (a ``partial`` gate did not: it judged a subset)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -138,7 +160,8 @@ class GatesSection(BaseModel):
     @classmethod
     def of(cls, results: list[GateResult]) -> GatesSection:
         rows = sorted(results, key=lambda r: r.gate.name)
-        return cls(passed=all(r.passed for r in rows), results=rows)
+        passed = all(r.passed and r.status != "partial" for r in rows)
+        return cls(passed=passed, results=rows)
 
 
 class Report(BaseModel):
@@ -162,6 +185,10 @@ class Report(BaseModel):
     """Runner fingerprint id -> the runner's fingerprint."""
     tool_registry_sha256: str | None = None
     fixtures_sha256: str | None = None
+    deselected: dict[str, int] | None = None
+    """Eval cases left out of the run by ``-k``, ``-m``, ``--lf`` (any deselection but a
+    shard's and a resume's), by suite; present only when some were. Gates on those suites (and
+    on ``*``) are then ``partial``."""
     gates: GatesSection | None = None
     """Present when the run had gates."""
     baseline: BaselineDiff | None = None
@@ -169,7 +196,9 @@ class Report(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         """The JSON body: optional sections only when present."""
-        body = self.model_dump(mode="json", exclude={"gates", "baseline"})
+        body = self.model_dump(mode="json", exclude={"deselected", "gates", "baseline"})
+        if self.deselected is not None:
+            body["deselected"] = self.deselected
         if self.gates is not None:
             body["gates"] = self.gates.model_dump(mode="json")
         if self.baseline is not None:

@@ -1,8 +1,8 @@
 """The Gates section of report.html as plain data: each gate with its numbers and status.
 
-Every gate result in ``report.json`` says passed or not; a suite's own gates (the integration
-suite's count-based ones) also have a status the suite gave them (``inconclusive``, ``warn``,
-``n/a``), which the page shows instead of a bare "passed".
+Every gate result in ``report.json`` carries its ``status`` (``passed``, ``failed``,
+``partial``, ``inconclusive``, ``warn``, ``n/a``: :data:`pytest_llmeval.rundir.models.GateStatus`);
+the page shows it as it is. A result written before the field existed says passed or failed.
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_llmeval.report.html.formatting import metric, number
+from pytest_llmeval.report.html.formatting import metric
 
 _STATUS_NAMES = {"pass": "passed", "fail": "failed"}
-"""A suite's own gate statuses (``pass``, ``fail``, ``inconclusive``, ...) as the page says
-them."""
+"""Short statuses (a plain list of gates may use a suite's ``pass`` / ``fail``) as the page
+says them."""
 _STATUS_CLASSES = {"passed": "passed", "failed": "failed", "warn": "error"}
-"""The badge colour of a gate status; any other status is grey."""
+"""The badge colour of a gate status; any other status (``partial``, ``inconclusive``, ...) is
+grey."""
+_NOT_PASSED = ("failed", "partial")
+"""Statuses that do not count as a passed gate (``partial`` judged a subset of its cases)."""
 
 
 @dataclass(frozen=True)
@@ -45,38 +48,15 @@ class Gates:
     verdict: str = "passed"
 
 
-def _suite_status(suites: Mapping[str, Any], gate: Mapping[str, Any], passed: Any) -> str | None:
-    """The status a suite gave its own gate (``inconclusive``, ``warn``, ...), if it is one.
-
-    ``report.json``'s gate results only say passed or not; a suite's own gates (the
-    integration suite's) keep their status in ``suites.<suite>.gates``, as entries with the
-    same metric and threshold (:func:`pytest_llmeval.report.gates.suite_gate_results`).
-    """
-    body = suites.get(str(gate.get("suite", "")))
-    entries = body.get("gates") if isinstance(body, Mapping) else None
-    if gate.get("source") != "header" or not isinstance(entries, Mapping):
-        return None
-    for entry in entries.values():
-        if not isinstance(entry, Mapping) or entry.get("metric") != gate.get("metric"):
-            continue
-        op = "==" if entry.get("kind") == "zero" else ">="
-        if op != gate.get("op") or number(entry.get("threshold")) != number(gate.get("threshold")):
-            continue
-        status = entry.get("status")
-        if isinstance(status, str) and (status == "fail") == (passed is False):
-            return status
-    return None
-
-
 def _gate_row(
     gate: Mapping[str, Any], where: str, result: Mapping[str, Any], status: Any
 ) -> GateRow:
-    """A gate's row: ``gate`` names it, ``result`` holds its value, ``passed`` and message."""
-    passed = result.get("passed") is True
+    """A gate's row: ``gate`` names it, ``result`` holds its value, status and message."""
     value = result["value"] if "value" in result else result.get("actual")
     if not isinstance(status, str) or not status:
-        status = "passed" if passed else "failed"
+        status = "passed" if result.get("passed") is True else "failed"
     status = _STATUS_NAMES.get(status, status)
+    passed = status not in _NOT_PASSED
     message = result.get("message")
     return GateRow(
         name=str(gate.get("name") or ""),
@@ -91,14 +71,14 @@ def _gate_row(
     )
 
 
-def gates(report_gates: Any, suites: Mapping[str, Any]) -> Gates:
+def gates(report_gates: Any) -> Gates:
     """The Gates section from ``report.json``'s ``{"passed", "results": [gate results]}``.
 
     A gate result is ``{"gate": {name, suite, metric, op, threshold, source}, "value",
-    "passed", "message"}`` (:func:`pytest_llmeval.report.gates.gates_section`), with an
-    optional ``status``; without one, a suite's own gate takes the status the suite gave it,
-    and any other gate is passed or failed. A plain list of ``{name, metric, op, threshold,
-    value, passed}`` is read too.
+    "passed", "status", "message"}`` (:func:`pytest_llmeval.report.gates.gates_section`); a
+    result without ``status`` (an older report) is passed or failed. A plain list of ``{name,
+    metric, op, threshold, value, passed}`` is read too. The verdict is ``failed`` when a gate
+    failed, else ``partial`` when one judged a subset, else ``passed``.
     """
     rows = []
     if isinstance(report_gates, dict):
@@ -107,7 +87,7 @@ def gates(report_gates: Any, suites: Mapping[str, Any]) -> Gates:
                 continue
             found = result.get("gate")
             gate: dict[str, Any] = found if isinstance(found, dict) else {}
-            status = result.get("status") or _suite_status(suites, gate, result.get("passed"))
+            status = result.get("status")
             where = f"{gate.get('suite', '')}.{gate.get('metric', '')}"
             rows.append(_gate_row(gate, where, result, status))
     elif isinstance(report_gates, list):
@@ -115,4 +95,6 @@ def gates(report_gates: Any, suites: Mapping[str, Any]) -> Gates:
             entry = entry if isinstance(entry, dict) else {}
             rows.append(_gate_row(entry, str(entry.get("metric", "")), entry, entry.get("status")))
     passed = sum(row.passed for row in rows)
-    return Gates(tuple(rows), passed, "passed" if passed == len(rows) else "failed")
+    statuses = {row.status for row in rows}
+    verdict = next((s for s in _NOT_PASSED if s in statuses), "passed")
+    return Gates(tuple(rows), passed, verdict)

@@ -152,7 +152,7 @@ def render_html(
             facts=data.facts(report),
             nav=_nav(present, len(results)),
             overview=data.overview(suites, run),
-            gates=gate_rows.gates(report.get("gates"), suites),
+            gates=gate_rows.gates(report.get("gates")),
             pass_rates=data.pass_rates(suites),
             outcomes=data.OUTCOMES,
             confusion=confusion,

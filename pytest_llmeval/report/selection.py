@@ -1,0 +1,73 @@
+"""Which eval cases a run left out, so gates judged on a subset say ``partial``.
+
+Every eval item collected is noted (before ``--lf`` filters a file's items, which it does
+without calling ``pytest_deselected``); whatever of them is not in the session's items once
+collection is done was left out (``-k``, ``-m``, ``--lf``, any other plugin). Two are not a
+subset of the run: another shard's cases (``--llmeval-shard``: the merge judges the whole) and
+a resume's finished cases (their results are in the report). Under xdist each worker collects
+on its own; its counts reach the controller in ``workeroutput``, and the controller keeps the
+largest count per suite (every worker collects the same items).
+
+Not seen: files ``--lf`` skips whole (no case of theirs failed last time) are never collected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_llmeval.collect import EvalItem
+from pytest_llmeval.shards import in_shard
+from pytest_llmeval.state import LLMEvalState
+
+__all__ = ["Deselections", "deselections_key"]
+
+deselections_key = pytest.StashKey["Deselections"]()
+
+_WORKER_KEY = "llmeval_deselected"
+
+
+class Deselections:
+    """Eval cases deselected in this run, by suite (registered in every process)."""
+
+    def __init__(self, state: LLMEvalState):
+        self.state = state
+        self.by_suite: dict[str, int] = {}
+        self._collected: dict[str, str] = {}
+        """Node id -> suite of every eval item collected."""
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield  # innermost: the items before --lf keeps only the last failures
+        for item in report.result or ():
+            if isinstance(item, EvalItem):
+                self._collected[item.nodeid] = item.suite_name
+        return report
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        kept = {item.nodeid for item in session.items}
+        shard = self.state.settings.shard
+        for nodeid, suite in self._collected.items():
+            if nodeid in kept or nodeid in self.state.finished:
+                continue  # ran, or resumed: its earlier result is in the report
+            if shard is not None and not in_shard(nodeid, *shard):
+                continue  # another shard's case: the merge judges the whole
+            self.by_suite[suite] = self.by_suite.get(suite, 0) + 1
+        self._collected = {}
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:
+            output[_WORKER_KEY] = dict(self.by_suite)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker's deselections (each worker collected the whole run)."""
+        found = getattr(node, "workeroutput", {}).get(_WORKER_KEY) or {}
+        for suite, count in found.items():
+            self.by_suite[suite] = max(self.by_suite.get(suite, 0), int(count))
+
+    def counts(self) -> dict[str, int] | None:
+        """``Report.deselected``: by suite, sorted; ``None`` when nothing was left out."""
+        return dict(sorted(self.by_suite.items())) if self.by_suite else None

@@ -44,6 +44,19 @@ def test_token_budget_skips_the_rest_and_writes_reports(pytester: pytest.Pyteste
     assert (pytester.path / "run" / "summary.md").is_file()
 
 
+def test_gates_after_a_budget_stop_are_partial(pytester: pytest.Pytester) -> None:
+    """Gates judged only the cases before the budget: a gate that holds says so (#15)."""
+    write_json(pytester, "qa.golden.json", cases(6))
+    result = pytester.runpytest(
+        *ECHO, "--llmeval-max-tokens-total", "10", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.pass_rate>=0.5",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["gate golden.pass_rate>=0.5: partial (*4 case(s) left out)"])
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["deselected"] == {"golden": 4}
+    assert [g["status"] for g in report["gates"]["results"]] == ["partial"]
+
+
 def test_cost_budget_skips_the_rest(pytester: pytest.Pytester) -> None:
     write_json(pytester, "qa.golden.json", cases(6))
     pytester.makefile(".yaml", prices=PRICES)

@@ -57,7 +57,7 @@ def test_a_gate_on_a_selection_is_partial(
     # case c is left out: both gates hold on a and b, and neither may say passed
     result.stdout.fnmatch_lines(
         [
-            "gate *.failed==0: partial (*.failed = 0 == 0; partial: 1 case(s) deselected)",
+            "gate *.failed==0: partial (*.failed = 0 == 0; partial: 1 case(s) left out)",
             "gate golden.pass_rate>=0.9: partial (*)",
             "*2 passed, 2 skipped, 1 deselected*",
         ]
@@ -81,7 +81,7 @@ def test_a_gate_on_the_last_failed_is_partial_and_a_failing_one_still_fails(
     result = _run(pytester, "--lf", "-p", "cacheprovider")
     # only c ran again, and it failed: the gates fail on the subset, and say it was one
     result.stdout.fnmatch_lines(
-        ["gate *.failed==0: FAILED (*.failed = 1, needs == 0; partial: 2 case(s) deselected)"]
+        ["gate *.failed==0: FAILED (*.failed = 1, needs == 0; partial: 2 case(s) left out)"]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert _statuses(pytester) == {"*.failed==0": "failed", "golden.pass_rate>=0.9": "failed"}

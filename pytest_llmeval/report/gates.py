@@ -320,7 +320,7 @@ def partial_status(result: GateResult, report: Mapping[str, Any]) -> GateResult:
     if not left_out:
         return result
     status: GateStatus = "partial" if result.status == "passed" else "failed"
-    message = f"{result.message}; partial: {left_out} case(s) deselected"
+    message = f"{result.message}; partial: {left_out} case(s) left out"
     return result.model_copy(update={"status": status, "message": message})
 
 

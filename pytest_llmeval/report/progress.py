@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.budget import BUDGET_REASON, IN_FLIGHT_ATTR
+from pytest_llmeval.budget import IN_FLIGHT_ATTR
 from pytest_llmeval.compat import terminal_at_line_start
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.pricing import Spend
+from pytest_llmeval.pricing import Spend, is_budget_skip
 from pytest_llmeval.settings import Settings
 
 __all__ = ["BUDGET_EXIT_STATUS", "Progress", "duration", "progress_line", "results_cost"]
@@ -111,10 +111,9 @@ class Progress:
         data = getattr(report, "llmeval", None)
         if isinstance(data, dict):
             self.spend.add(data.get("usage"), getattr(report, "llmeval_runner", None))
-            error = str(data.get("error") or "")
-            if data.get("outcome") == "skipped" and error.startswith(BUDGET_REASON):
+            if is_budget_skip(data.get("outcome"), data.get("error")):
                 self.budget_skipped += 1
-                self.budget_reason = self.budget_reason or error
+                self.budget_reason = self.budget_reason or str(data["error"])
         if report.when == "teardown":
             self.done += 1
             in_flight = getattr(report, IN_FLIGHT_ATTR, None)

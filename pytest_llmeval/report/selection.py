@@ -13,11 +13,14 @@ Not seen: files ``--lf`` skips whole (no case of theirs failed last time) are ne
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 from pytest_llmeval.collect import EvalItem
+from pytest_llmeval.models import CaseResult
+from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.shards import in_shard
 from pytest_llmeval.state import LLMEvalState
 
@@ -68,6 +71,14 @@ class Deselections:
         for suite, count in found.items():
             self.by_suite[suite] = max(self.by_suite.get(suite, 0), int(count))
 
-    def counts(self) -> dict[str, int] | None:
-        """``Report.deselected``: by suite, sorted; ``None`` when nothing was left out."""
-        return dict(sorted(self.by_suite.items())) if self.by_suite else None
+    def counts(self, results: Iterable[CaseResult] = ()) -> dict[str, int] | None:
+        """``Report.deselected``: the cases left out by suite, sorted; ``None`` when none was.
+
+        Left out are the deselected cases and, of ``results``, those a spent budget skipped
+        (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``): gates judged the rest only.
+        """
+        left_out = dict(self.by_suite)
+        for result in results:
+            if is_budget_skip(result.outcome, result.error):
+                left_out[result.suite] = left_out.get(result.suite, 0) + 1
+        return dict(sorted(left_out.items())) if left_out else None

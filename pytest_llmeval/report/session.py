@@ -100,7 +100,7 @@ class SessionReport:
         self.report = report = writer.build(results, self.runners)
         if settings.prices is not None:
             report.totals.cost_usd = results_cost(results, self.runners, settings)
-        report.deselected = state.config.stash[deselections_key].counts()
+        report.deselected = state.config.stash[deselections_key].counts(results)
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None:

@@ -20,7 +20,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.pricing import BUDGET_REASON
+from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
@@ -102,5 +102,5 @@ def read_results(
 
 def _final(result: CaseResult) -> bool:
     """Whether a result is a verdict on its case: not an error, nor a skip for a budget."""
-    budget = result.outcome == "skipped" and (result.error or "").startswith(BUDGET_REASON)
+    budget = is_budget_skip(result.outcome, result.error)
     return result.outcome in FINAL_OUTCOMES and not budget

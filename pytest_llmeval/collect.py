@@ -23,6 +23,7 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
@@ -295,6 +296,9 @@ class EvalItem(pytest.Function):
         self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
             raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+        invalid = _invalid_unicode(self.transcript)
+        if invalid is not None:
+            raise RunnerError(invalid, kind="protocol")
 
     def _reuse_fixture_values(self) -> bool:
         """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
@@ -409,6 +413,23 @@ class _FixtureValues:
         return fixture_info(item) is self.fixtureinfo and all(
             d.cached_result is result for d, result in self.results
         )
+
+
+def _invalid_unicode(transcript: Transcript) -> str | None:
+    """What in the model's output is not valid Unicode (a lone surrogate), or ``None``.
+
+    Such text cannot be scored or shown as it is: the case is an error saying so, and the
+    reports keep the text escaped (``\\ud800``)."""
+    found = lone_surrogate(transcript.response, "response")
+    for k, call in enumerate(transcript.tool_calls):
+        found = found or lone_surrogate(
+            {"name": call.name, "params": call.params, "arguments": call.arguments_error},
+            f"tool_calls[{k}]",
+        )
+    for k, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            found = found or lone_surrogate(message.content, f"messages[{k}].content")
+    return f"the model's {found[0]} is {found[1]}" if found else None
 
 
 def _skip(reason: str) -> NoReturn:

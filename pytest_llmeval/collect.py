@@ -27,7 +27,7 @@ from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
-from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
+from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase, Suite
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -80,7 +80,7 @@ class EvalFile(pytest.File):
 
     def _build(self, suite: Suite, source: CaseSource, items: dict[str, EvalItem]) -> None:
         """One item per loaded case (or per broken record) into ``items``, by name."""
-        for loaded in suite.load(source, self.state.context):
+        for loaded in _guarded(suite.load(source, self.state.context)):
             # one fixture closure for the whole file (the first item's), as pytest shares one
             # among a parametrized test's items: all items here call the same stand-in
             fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
@@ -193,6 +193,15 @@ def _mark(name: str) -> pytest.MarkDecorator:
     """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
     the name up and build a new Mark for every case."""
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
+    """A suite's records; a CaseFileError the suite raises instead of yielding (a bad option
+    found while loading) ends the file as one more error item, not as a collection error."""
+    try:
+        yield from loads
+    except CaseFileError as exc:
+        yield exc
 
 
 def _error_name(exc: CaseFileError) -> str:

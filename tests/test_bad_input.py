@@ -15,6 +15,7 @@ from conftest import read_jsonl, write_json
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.manifest import read_manifest
+from pytest_llmeval.report.gates import parse_gate, parse_gate_spec
 from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
 
 GOOD = {"id": "good", "input": "same", "expected_output": "same"}
@@ -303,3 +304,29 @@ def test_a_lone_surrogate_from_an_openai_server_is_that_cases_error(
         ["*qa.golden.json:7: protocol error: the model's response is not valid Unicode: *\\udfff*"]
     )
     _assert_reports_written(pytester.path / "run", pytester.path / "junit.xml")
+
+
+# ------------------------------------------------------------------ thresholds
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "golden.pass_rate>=90",
+        "*.pass_rate >= -0.1",
+        {"metric": "golden.categories.math.accuracy", "op": ">", "value": 1.2},
+        {"macro_f1": ">= 2"},
+        ["golden.failed==0", "golden.tool_hallucination_rate_all<=1.01"],
+    ],
+)
+def test_a_gate_on_a_rate_outside_0_1_is_an_error(spec: object) -> None:
+    with pytest.raises(ValueError, match=r"is a rate in \[0, 1\], so the threshold .* is out"):
+        parse_gate_spec(spec, default_suite="golden")
+
+
+def test_gates_in_range_and_on_counts_are_fine() -> None:
+    gates = parse_gate_spec(
+        ["golden.pass_rate>=0", "golden.pass_rate<=1", "golden.failed<=30", "*.errors==0"]
+    )
+    assert [g.threshold for g in gates] == [0, 1, 30, 0]
+    assert parse_gate("golden.mean_scores.exact_match>=0.5").threshold == 0.5

@@ -91,12 +91,16 @@ class GoldenSuite:
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {
         "thresholds": {
             "type": ["object", "null"],
-            "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+            },
         },
         "judge_fallback": {"type": ["object", "null"]},
     }
     """Its manifest options and the JSON Schema of each: ``thresholds`` is
-    ``{category: {metric: minimum}}``, ``judge_fallback`` a verdict ``{scores, reason}``."""
+    ``{category: {metric: minimum}}`` (every score is in [0, 1], so is every minimum),
+    ``judge_fallback`` a verdict ``{scores, reason}``."""
 
     def claims(self, path: Path, head: bytes) -> bool:
         row = first_row(path, head)
@@ -139,6 +143,12 @@ class GoldenSuite:
             except re.error as exc:
                 raise read.error("pattern", f"not a valid regular expression: {exc}") from None
         min_scores = read.number_map("min_scores") or {}
+        for name, minimum in min_scores.items():
+            if not 0 <= minimum <= 1:
+                raise read.error(
+                    f"min_scores.{name}",
+                    f"expected a minimum in [0, 1] (scores are), got {minimum:g}",
+                )
         rubric = read.number_map("rubric") or {}
         for criterion, weight in rubric.items():
             if weight < 0:

@@ -18,7 +18,8 @@ Two formats:
 Line numbers are 1-based and count ``\\n`` only (so CRLF files number like LF files); blank
 lines count. A UTF-8 byte order mark at the start of a file is ignored.
 
-:func:`sniff` and :func:`first_record` help suites decide, by content, whether a file is theirs.
+:func:`sniff`, :func:`first_record` and :func:`head_records` help suites decide, by content,
+whether a file is theirs.
 
 Size: the three record readers (JSONL, JSON array, envelope) share one line-tracking
 scanner; they stay together so each keeps the same ``path:line`` guarantees.
@@ -42,6 +43,7 @@ __all__ = [
     "JsonDocument",
     "Record",
     "first_record",
+    "head_records",
     "iter_json_document",
     "iter_jsonl",
     "json_type",
@@ -585,6 +587,50 @@ def first_record(head: bytes) -> Any | None:
         return _first_record(head)
     except Exception:  # best effort by contract
         return None
+
+
+MAX_HEAD_RECORDS = 1000
+"""The most records :func:`head_records` returns."""
+
+
+def head_records(head: bytes) -> list[Any]:
+    """Best effort: every complete record in ``head``, the possibly truncated start of a file.
+
+    A JSON array gives its complete elements, an envelope (an object with a ``cases`` array)
+    the complete elements of that array, JSONL the value of each complete line that parses;
+    anything else what :func:`first_record` finds. So a suite can claim a file by the shape
+    of its rows, not of its first row alone. At most :data:`MAX_HEAD_RECORDS`; never raises.
+    """
+    try:
+        return _head_records(head)
+    except Exception:  # best effort by contract
+        return []
+
+
+def _head_records(head: bytes) -> list[Any]:
+    if head.startswith(_BOM):
+        head = head[len(_BOM) :]
+    text = head.decode("utf-8", errors="replace")
+    i = _skip_ws(text, 0)
+    if i >= len(text):
+        return []
+    if text[i] == "[":
+        return _partial_array(text, i)[:MAX_HEAD_RECORDS]
+    lines = text[i:].split("\n")
+    try:
+        first = json.loads(lines[0])
+    except (ValueError, RecursionError):  # a pretty-printed object, or a truncated line
+        value = _partial_object(text, i) if text[i] == "{" else None
+        first, lines = value or None, []
+    if isinstance(first, dict) and isinstance(first.get("cases"), list):
+        return list(first["cases"])[:MAX_HEAD_RECORDS]  # an envelope
+    rows = [] if first is None else [first]
+    for line in lines[1:MAX_HEAD_RECORDS]:
+        try:
+            rows.append(json.loads(line))
+        except (ValueError, RecursionError):
+            continue
+    return rows
 
 
 def _first_record(head: bytes) -> Any | None:

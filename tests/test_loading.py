@@ -13,6 +13,7 @@ from pytest_llmeval.loading import (
     JsonDocument,
     Record,
     first_record,
+    head_records,
     iter_json_document,
     iter_jsonl,
     json_type,
@@ -595,3 +596,19 @@ def test_first_record(head: bytes, expected: object) -> None:
 def test_first_record_of_a_truncated_multibyte_tail() -> None:
     head = '{"id": "é"}\n{"id": "é"}'.encode()[:-3]
     assert first_record(head) == {"id": "é"}
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'{"a": 1}\n\n{"b": 2}\n{"c"', [{"a": 1}, {"b": 2}]),
+        (b'\xef\xbb\xbf[{"a": 1},\n {"b": 2}, {"c"', [{"a": 1}, {"b": 2}]),
+        (b'{"meta": 1,\n "cases": [{"a": 1},\n {"b": 2}, {"c"', [{"a": 1}, {"b": 2}]),
+        (b'{"cases": [{"a": 1}, {"b": 2}]}\n', [{"a": 1}, {"b": 2}]),
+        (b'{"x": 1, "y": [1, 2', [{"x": 1, "y": [1, 2]}]),
+        (b"nonsense", []),
+        (b"", []),
+    ],
+)
+def test_head_records_are_every_complete_record(head: bytes, expected: object) -> None:
+    assert head_records(head) == expected

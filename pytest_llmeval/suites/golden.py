@@ -30,7 +30,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, iter_cases, read_records
+from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
 
 Scorer = Callable[[str, dict[str, Any]], float]
 """A scorer takes the response and the case's ``expect`` and returns a score in [0, 1]."""
@@ -66,6 +66,8 @@ _FIELDS = (
     "max_turns",
 )
 _ROLES = ("system", "user", "assistant")
+_CHECKS = ("keywords", "pattern", "min_scores", "scorers", "rubric")
+"""Fields besides ``expected_output`` that give a golden case something to check."""
 _NEEDS = {
     "exact_match": "expected_output",
     "contains_keywords": "keywords",
@@ -103,8 +105,9 @@ class GoldenSuite:
     ``judge_fallback`` a verdict ``{scores, reason}``."""
 
     def claims(self, path: Path, head: bytes) -> bool:
-        row = first_row(path, head)
-        return isinstance(row, dict) and "expected_output" in row
+        """A file whose rows (any of those in ``head``) have the golden shape: a row that
+        does not fit is then that row's error, the others run."""
+        return any(_golden_shaped(row) for row in head_rows(path, head))
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         thresholds = _category_thresholds(source)
@@ -286,6 +289,13 @@ class GoldenSuite:
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         return []
+
+
+def _golden_shaped(row: dict[str, Any]) -> bool:
+    """An ``expected_output``, or a text ``input`` with something else to check by."""
+    if "expected_output" in row:
+        return True
+    return isinstance(row.get("input"), str | list) and any(k in row for k in _CHECKS)
 
 
 def _identify(read: RowReader) -> tuple[str, str | None]:

@@ -616,20 +616,21 @@ def _head_records(head: bytes) -> list[Any]:
         return []
     if text[i] == "[":
         return _partial_array(text, i)[:MAX_HEAD_RECORDS]
-    lines = text[i:].split("\n")
-    try:
-        first = json.loads(lines[0])
-    except (ValueError, RecursionError):  # a pretty-printed object, or a truncated line
-        value = _partial_object(text, i) if text[i] == "{" else None
-        first, lines = value or None, []
-    if isinstance(first, dict) and isinstance(first.get("cases"), list):
-        return list(first["cases"])[:MAX_HEAD_RECORDS]  # an envelope
-    rows = [] if first is None else [first]
-    for line in lines[1:MAX_HEAD_RECORDS]:
+    lines = text[i:].split("\n", MAX_HEAD_RECORDS)[:MAX_HEAD_RECORDS]
+    rows = []
+    first = None
+    for k, line in enumerate(lines):
         try:
             rows.append(json.loads(line))
         except (ValueError, RecursionError):
             continue
+        if k == 0:
+            first = rows[0]
+    if first is None and text[i] == "{":  # a pretty-printed object, or a truncated line
+        first = _partial_object(text, i) or None
+        rows = rows or ([first] if first is not None else [])
+    if isinstance(first, dict) and isinstance(first.get("cases"), list):
+        return list(first["cases"])[:MAX_HEAD_RECORDS]  # an envelope
     return rows
 
 

@@ -23,10 +23,11 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
-from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite
+from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase, Suite
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -79,7 +80,7 @@ class EvalFile(pytest.File):
 
     def _build(self, suite: Suite, source: CaseSource, items: dict[str, EvalItem]) -> None:
         """One item per loaded case (or per broken record) into ``items``, by name."""
-        for loaded in suite.load(source, self.state.context):
+        for loaded in _guarded(suite.load(source, self.state.context)):
             # one fixture closure for the whole file (the first item's), as pytest shares one
             # among a parametrized test's items: all items here call the same stand-in
             fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
@@ -194,6 +195,15 @@ def _mark(name: str) -> pytest.MarkDecorator:
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
+def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
+    """A suite's records; a CaseFileError the suite raises instead of yielding (a bad option
+    found while loading) ends the file as one more error item, not as a collection error."""
+    try:
+        yield from loads
+    except CaseFileError as exc:
+        yield exc
+
+
 def _error_name(exc: CaseFileError) -> str:
     return f"line{exc.line}" if exc.line else "file"
 
@@ -295,6 +305,9 @@ class EvalItem(pytest.Function):
         self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
             raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+        invalid = _invalid_unicode(self.transcript)
+        if invalid is not None:
+            raise RunnerError(invalid, kind="protocol")
 
     def _reuse_fixture_values(self) -> bool:
         """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
@@ -409,6 +422,23 @@ class _FixtureValues:
         return fixture_info(item) is self.fixtureinfo and all(
             d.cached_result is result for d, result in self.results
         )
+
+
+def _invalid_unicode(transcript: Transcript) -> str | None:
+    """What in the model's output is not valid Unicode (a lone surrogate), or ``None``.
+
+    Such text cannot be scored or shown as it is: the case is an error saying so, and the
+    reports keep the text escaped (``\\ud800``)."""
+    found = lone_surrogate(transcript.response, "response")
+    for k, call in enumerate(transcript.tool_calls):
+        found = found or lone_surrogate(
+            {"name": call.name, "params": call.params, "arguments": call.arguments_error},
+            f"tool_calls[{k}]",
+        )
+    for k, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            found = found or lone_surrogate(message.content, f"messages[{k}].content")
+    return f"the model's {found[0]} is {found[1]}" if found else None
 
 
 def _skip(reason: str) -> NoReturn:

@@ -17,8 +17,10 @@ def canonical_json(value: Any) -> str:
 
 
 def sha256_hex(data: str | bytes) -> str:
+    """sha256 hex of ``data`` (text as UTF-8; a lone surrogate hashes as its own bytes, so text
+    that is not valid Unicode still has a fingerprint and never stops a run)."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
 
 

@@ -18,7 +18,8 @@ Two formats:
 Line numbers are 1-based and count ``\\n`` only (so CRLF files number like LF files); blank
 lines count. A UTF-8 byte order mark at the start of a file is ignored.
 
-:func:`sniff` and :func:`first_record` help suites decide, by content, whether a file is theirs.
+:func:`sniff`, :func:`first_record` and :func:`head_records` help suites decide, by content,
+whether a file is theirs.
 
 Size: the three record readers (JSONL, JSON array, envelope) share one line-tracking
 scanner; they stay together so each keeps the same ``path:line`` guarantees.
@@ -42,9 +43,11 @@ __all__ = [
     "JsonDocument",
     "Record",
     "first_record",
+    "head_records",
     "iter_json_document",
     "iter_jsonl",
     "json_type",
+    "lone_surrogate",
     "read_json_document",
     "sniff",
 ]
@@ -57,6 +60,9 @@ _NEWLINE = re.compile(r"\n")
 # array by bracket matching, without building any value.
 _TO_BRACKET = re.compile(r'[^"\[\]]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]]*)*', re.DOTALL)
 _DECODER = json.JSONDecoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# a JSON escape that may decode to a lone surrogate: only text holding one needs the walk
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +104,36 @@ def a_json_type(value: Any) -> str:
     if name == "null":
         return name
     return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """Where ``value`` holds text that is not valid Unicode, or ``None``.
+
+    JSON's ``\\ud800`` escapes can spell a lone UTF-16 surrogate, which no UTF-8 file,
+    terminal or report can hold. Returns ``(field, problem)``: the dotted path of the first
+    string (or key) with one, such as ``messages[0].content``, and what is wrong, such as
+    ``not valid Unicode: a lone surrogate \\ud800 at character 3``.
+    """
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        if m is None:
+            return None
+        code = f"\\u{ord(m.group()):04x}"
+        return path, f"not valid Unicode: a lone surrogate {code} at character {m.start() + 1}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            in_key = lone_surrogate(key, path) if isinstance(key, str) else None
+            if in_key is not None:
+                return in_key[0], f"a key is {in_key[1]}"
+            found = lone_surrogate(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for k, item in enumerate(value):
+            found = lone_surrogate(item, f"{path}[{k}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _skip_ws(text: str, i: int) -> int:
@@ -172,6 +208,10 @@ def _jsonl_record(raw: bytes, line: int, index: int, display: str) -> Record:
     if not isinstance(value, dict):
         message = f"expected a JSON object, got {json_type(value)}"
         return Record(line, index, None, CaseFileError(display, line, message))
+    if _SURROGATE_ESCAPE.search(text):
+        bad = lone_surrogate(value)
+        if bad is not None:
+            return Record(line, index, None, CaseFileError(display, line, bad[1], field=bad[0]))
     return Record(line, index, value, None)
 
 
@@ -362,9 +402,13 @@ class JsonDocument:
                         self._problem(line, f"{self._expected()}, {got}")
                     else:
                         bad = self._first_bad(key_start, i)
+                        surrogate = lone_surrogate({key: value})
                         if bad is not None:
                             self._problem(*self._utf8_problem(bad), field=key)
-                        header[key] = value
+                        elif surrogate is not None:  # the header only holds writable text
+                            self._problem(line, surrogate[1], field=surrogate[0] or None)
+                        if surrogate is None:
+                            header[key] = value
                 i = _skip_ws(text, i)
                 if i < n and text[i] == ",":
                     i = _skip_ws(text, i + 1)
@@ -425,6 +469,10 @@ class JsonDocument:
                 elif not isinstance(value, dict):
                     message = f"expected a JSON object, got {json_type(value)}"
                     yield line, None, self._error(line, message)
+                elif _SURROGATE_ESCAPE.search(text, i, end) and (
+                    surrogate := lone_surrogate(value)
+                ):
+                    yield line, None, self._error(line, surrogate[1], field=surrogate[0])
                 else:
                     yield line, value, None
                 del value
@@ -539,6 +587,51 @@ def first_record(head: bytes) -> Any | None:
         return _first_record(head)
     except Exception:  # best effort by contract
         return None
+
+
+MAX_HEAD_RECORDS = 1000
+"""The most records :func:`head_records` returns."""
+
+
+def head_records(head: bytes) -> list[Any]:
+    """Best effort: every complete record in ``head``, the possibly truncated start of a file.
+
+    A JSON array gives its complete elements, an envelope (an object with a ``cases`` array)
+    the complete elements of that array, JSONL the value of each complete line that parses;
+    anything else what :func:`first_record` finds. So a suite can claim a file by the shape
+    of its rows, not of its first row alone. At most :data:`MAX_HEAD_RECORDS`; never raises.
+    """
+    try:
+        return _head_records(head)
+    except Exception:  # best effort by contract
+        return []
+
+
+def _head_records(head: bytes) -> list[Any]:
+    if head.startswith(_BOM):
+        head = head[len(_BOM) :]
+    text = head.decode("utf-8", errors="replace")
+    i = _skip_ws(text, 0)
+    if i >= len(text):
+        return []
+    if text[i] == "[":
+        return _partial_array(text, i)[:MAX_HEAD_RECORDS]
+    lines = text[i:].split("\n", MAX_HEAD_RECORDS)[:MAX_HEAD_RECORDS]
+    rows = []
+    first = None
+    for k, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except (ValueError, RecursionError):
+            continue
+        if k == 0:
+            first = rows[0]
+    if first is None and text[i] == "{":  # a pretty-printed object, or a truncated line
+        first = _partial_object(text, i) or None
+        rows = rows or ([first] if first is not None else [])
+    if isinstance(first, dict) and isinstance(first.get("cases"), list):
+        return list(first["cases"])[:MAX_HEAD_RECORDS]  # an envelope
+    return rows
 
 
 def _first_record(head: bytes) -> Any | None:

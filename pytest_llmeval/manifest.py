@@ -26,6 +26,7 @@ Base layer: this module imports nothing of the plugin above errors, loading and 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,10 +137,11 @@ class Manifest:
                 field="data",
             ) from None
         if not found:
+            what = "is a folder, not a file" if target.is_dir() else "does not exist"
             raise CaseFileError(
                 self.display,
                 None,
-                f"data file {_clipped(self.data)!r} does not exist",
+                f"data file {_clipped(self.data)!r} {what}",
                 field="data",
             )
         return target
@@ -151,6 +153,21 @@ class Manifest:
             return (self.path.parent / self.data).resolve()
         except (OSError, ValueError, RuntimeError):
             return None
+
+    def _check_finite(self) -> None:
+        """YAML's ``.nan`` and ``.inf`` are errors wherever they are: a NaN threshold would let
+        every case pass, and no option means an infinite number."""
+        path = _non_finite(self.options, ())
+        if path is not None:
+            value: Any = self.options
+            for step in path:
+                value = value[step]
+            raise CaseFileError(
+                self.display,
+                self.line_of(path),
+                f"expected a finite number, got {value}",
+                field=schemas.field_name(path),
+            )
 
     def _validate(self, validator: Any) -> None:
         error = schemas.first_error(validator, self.options, self.line_of)
@@ -184,7 +201,26 @@ def read_manifest(path: Path, display: str) -> Manifest:
         document=document,
     )
     manifest._validate(schemas.shipped("manifest"))
+    manifest._check_finite()
     return manifest
+
+
+def _non_finite(value: Any, path: schemas.DocPath) -> schemas.DocPath | None:
+    """The path of the first NaN or infinite number in ``value``, or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _non_finite(item, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _key_lines(document: safe_yaml.YamlDocument) -> dict[str, int]:

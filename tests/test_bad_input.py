@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tracemalloc
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,6 +15,8 @@ from conftest import read_jsonl, write_json
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.manifest import read_manifest
+from pytest_llmeval.report.gates import parse_gate, parse_gate_spec
+from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
 
 GOOD = {"id": "good", "input": "same", "expected_output": "same"}
 
@@ -180,3 +185,148 @@ def test_an_alias_bomb_is_refused_before_any_value_is_built(
     finally:
         tracemalloc.stop()
     assert peak < 20 * 1024 * 1024
+
+
+# ------------------------------------------------------------------ text that is not Unicode
+
+SURROGATE_CONFTEST = """
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Surrogates:
+    name = "surrogates"
+
+    def fingerprint(self):
+        return {"type": "surrogates"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if "surrogate" in text:
+            text = "broken \\ud800 answer"
+        return Completion(text=text, usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("surrogates", lambda settings: Surrogates())
+"""
+
+SURROGATE_CASES = [GOOD, {"id": "odd", "input": "a surrogate please", "expected_output": "x"}]
+
+
+def _assert_reports_written(run_dir: Path, junit: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every report of the run exists, is valid UTF-8 and parses; the results by case id."""
+    for name in ("summary.md", "report.html", "errors.jsonl", "manifest.json"):
+        (run_dir / name).read_text(encoding="utf-8")
+    json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    if junit is not None:
+        ET.fromstring(junit.read_text(encoding="utf-8"))
+    return {r["case_id"]: r for r in read_jsonl(run_dir / "results.jsonl")}
+
+
+def test_lone_surrogates_in_data_files_are_that_rows_error(scripted: pytest.Pytester) -> None:
+    rows = [
+        '{"id": "a", "input": "a\\ud800b", "expected_output": "ab"}',
+        '{"id": "b\\udfff", "input": "b", "expected_output": "b"}',
+        '{"id": "ok", "input": "ok", "expected_output": "ok"}',
+    ]
+    data = "\n".join(rows).encode() + b'\n{"id": "cesu", "input": "\xed\xa0\x80"}\n'
+    (scripted.path / "odd.eval.jsonl").write_bytes(data)
+    (scripted.path / "odd.golden.json").write_text(
+        '[\n {"id": "fine", "input": "f", "expected_output": "f"},\n'
+        ' {"id": "x", "input": [{"role": "user", "content": "\\udc80"}],\n'
+        '  "expected_output": "x"}\n]\n'
+    )
+    write_json(scripted, "fine.golden.json", [GOOD])
+    result = scripted.runpytest(
+        "--llmeval-runner", "echo", "-rE", "--llmeval-run-dir", "run", "--junitxml", "junit.xml"
+    )
+    out = result.stdout.str()
+    for expected in (
+        "odd.eval.jsonl:1: input: not valid Unicode: a lone surrogate \\ud800 at character 2",
+        "odd.eval.jsonl:2: id: not valid Unicode: a lone surrogate \\udfff at character 2",
+        "odd.eval.jsonl:4: invalid UTF-8 at byte",
+        "odd.golden.json:3: input[0].content: not valid Unicode: a lone surrogate \\udc80",
+    ):
+        assert expected in out, expected
+    result.assert_outcomes(passed=3, errors=4)
+    results = _assert_reports_written(scripted.path / "run", scripted.path / "junit.xml")
+    assert results["ok"]["outcome"] == results["fine"]["outcome"] == "passed"
+
+
+def test_a_lone_surrogate_in_a_models_answer_is_that_cases_error(
+    scripted: pytest.Pytester,
+) -> None:
+    scripted.makeconftest(SURROGATE_CONFTEST)
+    write_json(scripted, "qa.golden.json", SURROGATE_CASES)
+    message = "qa.golden.json:7: protocol error: the model's response is not valid Unicode: "
+    message += "a lone surrogate \\ud800 at character 8"
+    # live, recording the answer into a cassette
+    args = ("-rE", "--junitxml", "junit.xml", "--llmeval-record", "new")
+    result = scripted.runpytest("--llmeval-runner", "surrogates", "--llmeval-run-dir", "rec", *args)
+    result.assert_outcomes(passed=1, errors=1)
+    assert message in result.stdout.str()
+    results = _assert_reports_written(scripted.path / "rec", scripted.path / "junit.xml")
+    assert results["odd"]["outcome"] == "error"
+    assert results["odd"]["error"] == message.split("protocol error: ", 1)[1]
+    recorded = [
+        p.read_text(encoding="utf-8") for p in scripted.path.rglob("fixtures/cassettes/*/*/*.json")
+    ]
+    assert any("broken \\ud800 answer" in text for text in recorded)  # stored escaped
+    # replayed from that cassette, without the live runner
+    scripted.makeconftest("")
+    result = scripted.runpytest("--llmeval-run-dir", "rep", "-rE", "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=1, errors=1)
+    assert message in result.stdout.str()
+    _assert_reports_written(scripted.path / "rep", scripted.path / "junit.xml")
+
+
+def test_a_lone_surrogate_from_an_openai_server_is_that_cases_error(
+    pytester: pytest.Pytester,
+) -> None:
+    write_json(pytester, "qa.golden.json", SURROGATE_CASES)
+
+    def brain(body: dict[str, Any]) -> Any:
+        text = body["messages"][-1]["content"]
+        return ChatAnswer("x \udfff" if "surrogate" in text else text)
+
+    with OpenAIServer(brain) as server:
+        result = pytester.runpytest_subprocess(
+            "--llmeval-runner", "openai", "--llmeval-base-url", server.base_url,
+            "--llmeval-model", "test-model", "--llmeval-run-dir", "run", "-rE",
+            "--junitxml", "junit.xml", "-p", "no:cacheprovider",
+        )  # fmt: skip
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*qa.golden.json:7: protocol error: the model's response is not valid Unicode: *\\udfff*"]
+    )
+    _assert_reports_written(pytester.path / "run", pytester.path / "junit.xml")
+
+
+# ------------------------------------------------------------------ thresholds
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "golden.pass_rate>=90",
+        "*.pass_rate >= -0.1",
+        {"metric": "golden.categories.math.accuracy", "op": ">", "value": 1.2},
+        {"macro_f1": ">= 2"},
+        ["golden.failed==0", "golden.tool_hallucination_rate_all<=1.01"],
+    ],
+)
+def test_a_gate_on_a_rate_outside_0_1_is_an_error(spec: object) -> None:
+    with pytest.raises(ValueError, match=r"is a rate in \[0, 1\], so the threshold .* is out"):
+        parse_gate_spec(spec, default_suite="golden")
+
+
+def test_gates_in_range_and_on_counts_are_fine() -> None:
+    gates = parse_gate_spec(
+        ["golden.pass_rate>=0", "golden.pass_rate<=1", "golden.failed<=30", "*.errors==0"]
+    )
+    assert [g.threshold for g in gates] == [0, 1, 30, 0]
+    assert parse_gate("golden.mean_scores.exact_match>=0.5").threshold == 0.5

@@ -13,9 +13,11 @@ from pytest_llmeval.loading import (
     JsonDocument,
     Record,
     first_record,
+    head_records,
     iter_json_document,
     iter_jsonl,
     json_type,
+    lone_surrogate,
     read_json_document,
     sniff,
 )
@@ -506,6 +508,33 @@ def test_json_invalid_utf8_in_header_value(tmp_path: Path) -> None:
     assert records[0].error.field == "name"
 
 
+def test_lone_surrogates_are_the_records_error(tmp_path: Path) -> None:
+    content = '{"id": "a", "input": [{"content": "x\\ud800"}]}\n{"id": "\\ud83d\\ude00"}\n'
+    assert summary(jsonl(tmp_path, content)) == [
+        (1, 0, "evals/cases.jsonl:1: input[0].content: not valid Unicode: a lone surrogate "
+               "\\ud800 at character 2"),
+        (2, 1, {"id": "\U0001f600"}),  # a valid pair is one character
+    ]  # fmt: skip
+    content = '{"name": "\\udfff",\n "cases": [{"id": "a"},\n  {"\\udc80": 1}]}'
+    header, records = document(tmp_path, content)
+    assert header == {}
+    assert summary(records) == [
+        (1, 0, "evals/cases.json:1: name: not valid Unicode: a lone surrogate \\udfff at "
+               "character 1"),
+        (2, 1, {"id": "a"}),
+        (3, 2, "evals/cases.json:3: a key is not valid Unicode: a lone surrogate \\udc80 at "
+               "character 1"),
+    ]  # fmt: skip
+
+
+def test_lone_surrogate_names_the_field() -> None:
+    assert lone_surrogate({"a": [1, {"b": "ok"}]}) is None
+    assert lone_surrogate({"a": [1, {"b": "x\udc80"}]}) == (
+        "a[1].b",
+        "not valid Unicode: a lone surrogate \\udc80 at character 2",
+    )
+
+
 def test_json_duplicate_cases_key(tmp_path: Path) -> None:
     content = '{"cases": [{"id": "a"}],\n "cases": [{"id": "b"}]}'
     _, records = document(tmp_path, content)
@@ -567,3 +596,19 @@ def test_first_record(head: bytes, expected: object) -> None:
 def test_first_record_of_a_truncated_multibyte_tail() -> None:
     head = '{"id": "é"}\n{"id": "é"}'.encode()[:-3]
     assert first_record(head) == {"id": "é"}
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'{"a": 1}\n\n{"b": 2}\n{"c"', [{"a": 1}, {"b": 2}]),
+        (b'\xef\xbb\xbf[{"a": 1},\n {"b": 2}, {"c"', [{"a": 1}, {"b": 2}]),
+        (b'{"meta": 1,\n "cases": [{"a": 1},\n {"b": 2}, {"c"', [{"a": 1}, {"b": 2}]),
+        (b'{"cases": [{"a": 1}, {"b": 2}]}\n', [{"a": 1}, {"b": 2}]),
+        (b'{"x": 1, "y": [1, 2', [{"x": 1, "y": [1, 2]}]),
+        (b"nonsense", []),
+        (b"", []),
+    ],
+)
+def test_head_records_are_every_complete_record(head: bytes, expected: object) -> None:
+    assert head_records(head) == expected

@@ -75,6 +75,9 @@ _OPS: tuple[GateOp, ...] = get_args(GateOp)
 _SOURCE_ORDER: dict[str, int] = {name: i for i, name in enumerate(get_args(GateSource))}
 _GATE_RE = re.compile(r"^\s*(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
 _OP_VALUE_RE = re.compile(r"^\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
+_RATE = re.compile(r"(?:^|_)(?:rate|accuracy|acc|f1|precision|recall|coverage)(?:_|$)")
+"""Metric names (the last segment) whose values are rates in [0, 1]: ``pass_rate``,
+``accuracy``, ``macro_f1``, ``acc_norm``, ``tool_hallucination_rate_all`` ..."""
 
 
 # -- parsing ---------------------------------------------------------------------------------
@@ -91,7 +94,8 @@ def parse_gate(text: str, source: GateSource = "cli") -> Gate:
     if match is None:
         raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
     suite, metric = _split_path(match["path"], text)
-    return make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    gate = make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    return _in_range(gate, text)
 
 
 def make_gate(
@@ -152,7 +156,8 @@ def parse_gate_spec(
                 )
             suite, metric = _qualify(path, default_suite, f"{path}: {expr}")
             value = _number(match["value"], f"{path}: {expr}")
-            gates.append(make_gate(suite, metric, match["op"], value, source))
+            gate = make_gate(suite, metric, match["op"], value, source)
+            gates.append(_in_range(gate, f"{path}: {expr}"))
         return gates
     raise ValueError(
         f"bad gate spec {obj!r}: expected a string ({GATE_FORM}), a mapping "
@@ -165,7 +170,8 @@ def _spec_string(text: str, source: GateSource, default_suite: str | None) -> Ga
     if match is None:
         raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
     suite, metric = _qualify(match["path"], default_suite, text)
-    return make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    gate = make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    return _in_range(gate, text)
 
 
 def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: str | None) -> Gate:
@@ -183,7 +189,7 @@ def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: 
         raise ValueError(f"bad gate value {value!r}: expected a number")
     number = float(value) if not isinstance(value, str) else _number(value, str(dict(obj)))
     suite, metric = _qualify(path, default_suite, str(dict(obj)))
-    return make_gate(suite, metric, op.strip(), number, source)
+    return _in_range(make_gate(suite, metric, op.strip(), number, source), str(dict(obj)))
 
 
 def _qualify(path: str, default_suite: str | None, text: str) -> tuple[str, str]:
@@ -216,6 +222,18 @@ def _number(text: str, whole: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"bad gate {whole!r}: the threshold must be a finite number")
     return value
+
+
+def _in_range(gate: Gate, whole: str) -> Gate:
+    """``gate``, unless its metric is a rate (in [0, 1]) and its threshold is not: such a gate
+    can never be met, or always is, so it is surely a typo (``pass_rate >= 90``)."""
+    leaf = gate.metric.rsplit(".", 1)[-1]
+    if _RATE.search(leaf) and not 0 <= gate.threshold <= 1:
+        raise ValueError(
+            f"bad gate {whole!r}: {leaf} is a rate in [0, 1], so the threshold "
+            f"{format_number(gate.threshold)} is out of its range"
+        )
+    return gate
 
 
 def format_number(value: float) -> str:

@@ -75,7 +75,7 @@ class SessionReport:
         if self.results or empty_shard:  # an empty shard still writes its run dir
             try:
                 self._write()
-            except (OSError, LLMEvalError) as exc:
+            except (OSError, UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up

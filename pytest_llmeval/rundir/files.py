@@ -46,11 +46,17 @@ def plan_run_dir(
 
 def write_text(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after the other) to ``path`` atomically: readers see
-    the old file or the new one. Pieces are written as they come, never joined in memory."""
+    the old file or the new one. Pieces are written as they come, never joined in memory.
+
+    Text that is not valid Unicode (a lone surrogate such as ``\\ud800``, from a model's
+    answer) is written as its backslash escape: in a JSON string that is the JSON escape of the
+    same character, so the file stays valid UTF-8 and the value reads back unchanged."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with os.fdopen(
+            fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
+        ) as handle:
             if isinstance(text, str):
                 handle.write(text)
             else:

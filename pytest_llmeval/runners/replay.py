@@ -90,11 +90,14 @@ def _pretty_json(value: Any) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``:
-    readers see the old file or the new one, never half of one; concurrent writers are safe."""
+    readers see the old file or the new one, never half of one; concurrent writers are safe.
+    A lone surrogate in a recorded answer is written as its JSON escape (``\\ud800``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with os.fdopen(
+            fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
+        ) as handle:
             handle.write(text)
         for attempt in range(10):
             try:
@@ -158,7 +161,7 @@ class CassetteStore:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise RunnerError(f"cannot read cassette {path}: {exc}", kind="cassette") from exc
         try:
             return Completion.model_validate(json.loads(text)["completion"])
@@ -174,7 +177,7 @@ class CassetteStore:
             return Loglik.model_validate(json.loads(path.read_text(encoding="utf-8"))["loglik"])
         except FileNotFoundError:
             return None
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
             raise RunnerError(
                 f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
             ) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -81,7 +82,7 @@ class RowReader:
             return None
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         self._expect(field, value, ok, "a number")
-        return float(value)
+        return self._finite(field, value)
 
     def obj(self, field: str, *, required: bool = False) -> dict[str, Any] | None:
         value = self._get(field, required)
@@ -121,4 +122,12 @@ class RowReader:
         for key, item in value.items():
             if not isinstance(item, (int, float)) or isinstance(item, bool):
                 raise self.error(f"{field}.{key}", f"expected a number, got {a_json_type(item)}")
-        return {key: float(item) for key, item in value.items()}
+        return {key: self._finite(f"{field}.{key}", item) for key, item in value.items()}
+
+    def _finite(self, field: str, value: float) -> float:
+        """``value`` as a float; JSON's ``NaN`` and ``Infinity`` are errors (a NaN threshold
+        would let every score pass)."""
+        number = float(value)
+        if not math.isfinite(number):
+            raise self.error(field, f"expected a finite number, got {number}")
+        return number

@@ -30,7 +30,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, iter_cases, read_records
+from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
 
 Scorer = Callable[[str, dict[str, Any]], float]
 """A scorer takes the response and the case's ``expect`` and returns a score in [0, 1]."""
@@ -66,6 +66,8 @@ _FIELDS = (
     "max_turns",
 )
 _ROLES = ("system", "user", "assistant")
+_CHECKS = ("keywords", "pattern", "min_scores", "scorers", "rubric")
+"""Fields besides ``expected_output`` that give a golden case something to check."""
 _NEEDS = {
     "exact_match": "expected_output",
     "contains_keywords": "keywords",
@@ -91,16 +93,21 @@ class GoldenSuite:
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {
         "thresholds": {
             "type": ["object", "null"],
-            "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+            },
         },
         "judge_fallback": {"type": ["object", "null"]},
     }
     """Its manifest options and the JSON Schema of each: ``thresholds`` is
-    ``{category: {metric: minimum}}``, ``judge_fallback`` a verdict ``{scores, reason}``."""
+    ``{category: {metric: minimum}}`` (every score is in [0, 1], so is every minimum),
+    ``judge_fallback`` a verdict ``{scores, reason}``."""
 
     def claims(self, path: Path, head: bytes) -> bool:
-        row = first_row(path, head)
-        return isinstance(row, dict) and "expected_output" in row
+        """A file whose rows (any of those in ``head``) have the golden shape: a row that
+        does not fit is then that row's error, the others run."""
+        return any(_golden_shaped(row) for row in head_rows(path, head))
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         thresholds = _category_thresholds(source)
@@ -139,6 +146,12 @@ class GoldenSuite:
             except re.error as exc:
                 raise read.error("pattern", f"not a valid regular expression: {exc}") from None
         min_scores = read.number_map("min_scores") or {}
+        for name, minimum in min_scores.items():
+            if not 0 <= minimum <= 1:
+                raise read.error(
+                    f"min_scores.{name}",
+                    f"expected a minimum in [0, 1] (scores are), got {minimum:g}",
+                )
         rubric = read.number_map("rubric") or {}
         for criterion, weight in rubric.items():
             if weight < 0:
@@ -276,6 +289,13 @@ class GoldenSuite:
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         return []
+
+
+def _golden_shaped(row: dict[str, Any]) -> bool:
+    """An ``expected_output``, or a text ``input`` with something else to check by."""
+    if "expected_output" in row:
+        return True
+    return isinstance(row.get("input"), str | list) and any(k in row for k in _CHECKS)
 
 
 def _identify(read: RowReader) -> tuple[str, str | None]:

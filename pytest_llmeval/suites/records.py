@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import JsonDocument, Record, first_record, iter_jsonl
+from pytest_llmeval.loading import JsonDocument, Record, first_record, head_records, iter_jsonl
 from pytest_llmeval.models import EvalCase
 from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase
 
@@ -31,6 +31,16 @@ def first_row(path: Path, head: bytes) -> Any:
         cases = value["cases"]
         return cases[0] if cases else {}
     return value
+
+
+def head_rows(path: Path, head: bytes) -> list[dict[str, Any]]:
+    """The case rows complete in a file's first bytes (an envelope's cases), objects only: a
+    suite claims a file when its rows have the suite's shape, whichever row shows it."""
+    rows = [row for row in head_records(head) if isinstance(row, dict)]
+    if not rows:
+        row = first_row(path, head)
+        rows = [row] if isinstance(row, dict) else []
+    return rows
 
 
 def is_envelope(head: bytes) -> bool:

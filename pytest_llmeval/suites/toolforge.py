@@ -29,7 +29,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, is_envelope, iter_cases, read_records
+from pytest_llmeval.suites.records import head_rows, is_envelope, iter_cases, read_records
 from pytest_llmeval.suites.toolforge_console import format_console_summary
 
 _LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")
@@ -66,8 +66,9 @@ class ToolForgeSuite:
     def claims(self, path: Path, head: bytes) -> bool:
         if is_envelope(head):
             return True
-        row = first_row(path, head)
-        return isinstance(row, dict) and ("expect" in row or isinstance(row.get("input"), dict))
+        return any(
+            "expect" in row or isinstance(row.get("input"), dict) for row in head_rows(path, head)
+        )
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         header, records = read_records(source)

@@ -46,7 +46,6 @@ Markdown are one feature and change together; the models it writes are in
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -57,6 +56,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
+from pytest_llmeval.markdown import md_cell, md_code, one_line
 from pytest_llmeval.models import CaseResult, Outcome
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
 from pytest_llmeval.rundir.comparison import (
@@ -696,9 +696,9 @@ def diff_markdown(diff: BaselineDiff) -> str:
     """A pull-request comment section: summary line, the case set, metric and gate tables,
     listed cases. Every id and name from the run is escaped (code spans, table cells)."""
     against = (
-        f"baseline run {_code(diff.baseline_run_id)}"
+        f"baseline run {md_code(diff.baseline_run_id)}"
         if diff.baseline_run_id
-        else f"baseline {_code(diff.baseline)}"
+        else f"baseline {md_code(diff.baseline)}"
     )
     verdict = "**Regressed**" if diff.regressed else "**No regressions**"
     counts = ", ".join(f"{len(diff.flips[kind])} {kind}" for kind in FLIP_KINDS)
@@ -711,7 +711,7 @@ def diff_markdown(diff: BaselineDiff) -> str:
     ]
     if diff.fingerprint_mismatches:
         parts = [
-            f"{key} {_code(_short(ch.baseline))} → {_code(_short(ch.current))}"
+            f"{key} {md_code(_short(ch.baseline))} → {md_code(_short(ch.current))}"
             for key, ch in diff.fingerprint_mismatches.items()
         ]
         out += ["", f"> Compared despite differing fingerprints: {'; '.join(parts)}."]
@@ -720,7 +720,7 @@ def diff_markdown(diff: BaselineDiff) -> str:
         out += ["", f"Cases: {case_set_text(sets)}; only unchanged cases are compared."]
         if sets.data_changes:
             parts = [
-                f"{key} {_code(_short(ch.baseline))} → {_code(_short(ch.current))}"
+                f"{key} {md_code(_short(ch.baseline))} → {md_code(_short(ch.current))}"
                 for key, ch in sets.data_changes.items()
             ]
             out += [
@@ -739,7 +739,7 @@ def diff_markdown(diff: BaselineDiff) -> str:
         out += ["", "### Gates", "", "| gate | baseline | current |", "|---|---|---|"]
         for gate in diff.gate_changes:
             out.append(
-                f"| {_cell(_code(gate.name))} | "
+                f"| {md_cell(md_code(gate.name))} | "
                 f"{_gate_cell(gate.baseline_passed, gate.baseline_value)} | "
                 f"{_gate_cell(gate.current_passed, gate.current_value)} |"
             )
@@ -753,7 +753,9 @@ def diff_markdown(diff: BaselineDiff) -> str:
             continue
         out += ["", f"### {_FLIP_TITLES[kind]} ({len(listed)})", ""]
         for change in listed[:MAX_LISTED]:
-            out.append(f"- {_code(change.nodeid)} ({change.before or '-'} → {change.after or '-'})")
+            out.append(
+                f"- {md_code(change.nodeid)} ({change.before or '-'} → {change.after or '-'})"
+            )
         if len(listed) > MAX_LISTED:
             out.append(f"- ... and {len(listed) - MAX_LISTED} more")
     out.append("")
@@ -775,7 +777,7 @@ def baseline_case_lines(diff: BaselineDiff) -> list[str]:
     lines = [f"baseline: cases: {case_set_text(sets)} (only unchanged cases are compared)"]
     for kind, ids in (("added", sets.added), ("removed", sets.removed), ("changed", sets.changed)):
         if ids:
-            shown = ", ".join(_one_line(i) for i in ids[:MAX_TERMINAL_IDS])
+            shown = ", ".join(one_line(i) for i in ids[:MAX_TERMINAL_IDS])
             more = len(ids) - MAX_TERMINAL_IDS
             tail = f" ... and {more} more" if more > 0 else ""
             lines.append(f"baseline: {kind}: {shown}{tail}")
@@ -805,31 +807,12 @@ def _metric_table(deltas: Mapping[str, Mapping[str, MetricDelta]], quiet: str) -
     out = ["| suite | metric | baseline | current | Δ |", "|---|---|---:|---:|---:|"]
     for suite, path, delta in rows[:MAX_LISTED]:
         out.append(
-            f"| {_cell(suite)} | {_cell(path)} | {format_number(delta.baseline)} | "
+            f"| {md_cell(suite)} | {md_cell(path)} | {format_number(delta.baseline)} | "
             f"{format_number(delta.current)} | {_signed(delta.delta)} |"
         )
     if len(rows) > MAX_LISTED:
         out.append(f"| ... and {len(rows) - MAX_LISTED} more | | | | |")
     return out
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) if any(ch in text for ch in "\r\n\t\v\f") else text
-
-
-def _code(text: str) -> str:
-    """``text`` as a Markdown code span that it cannot close early: the fence is one backtick
-    longer than the longest run of backticks inside (CommonMark), on one line."""
-    text = _one_line(text)
-    longest = max((len(run) for run in re.findall("`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _cell(text: str) -> str:
-    """Text for a Markdown table cell: one line, pipes escaped."""
-    return _one_line(text).replace("|", "\\|")
 
 
 def _p(value: float) -> str:

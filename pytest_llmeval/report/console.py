@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
+from pytest_llmeval.markdown import md_code, md_text
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import baseline_case_lines
 
@@ -15,27 +14,6 @@ if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
 
 MAX_LISTED_FAILURES = 50
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~<>])")
-
-
-def md_text(value: object) -> str:
-    """``value`` as inert Markdown text on one line: HTML escaped (``<``, ``>``, ``&``),
-    every Markdown punctuation mark backslash-escaped (so no link, image, heading, emphasis,
-    code span or table cell border survives), and line breaks as spaces. Every case- or
-    data-derived text in ``summary.md`` goes through it: a CI step summary renders it."""
-    text = " ".join(str(value).splitlines())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
-
-
-def md_code(value: object) -> str:
-    """``value`` as a Markdown code span on one line: nothing in it is rendered, and its fence
-    is longer than any run of backticks inside, so it cannot be closed early."""
-    text = " ".join(str(value).splitlines())
-    runs = [len(run) for run in re.findall(r"`+", text)]
-    fence = "`" * (max(runs, default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _rate(value: float | None) -> str:

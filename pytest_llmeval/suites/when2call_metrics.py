@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_llmeval.markdown import md_code
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring.classification import (
@@ -178,7 +179,7 @@ def console(metrics: dict[str, Any]) -> list[str]:
 def markdown(metrics: dict[str, Any]) -> list[str]:
     """``summary.md`` section: the headline and the confusion matrix as a table."""
     labels = metrics.get("labels") or list(LABELS)
-    out = [f"## When2Call `{metrics.get('file')}`", "", headline(metrics), ""]
+    out = [f"## When2Call {md_code(metrics.get('file'))}", "", headline(metrics), ""]
     out.append("| gold \\ predicted | " + " | ".join(labels) + " |")
     out.append("|---|" + "---:|" * len(labels))
     for label, row in _matrix_rows(metrics):

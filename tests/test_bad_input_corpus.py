@@ -8,7 +8,12 @@ numbered point of issue 15 an entry covers (``works`` for classes that were alre
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import re
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +70,10 @@ class Bad:
     conftest: str = ""
     symlinks: dict[str, str] = field(default_factory=dict)
     """Links to create: name -> target."""
+    server: bool = False
+    """Run through the openai runner against a loopback server (:class:`_ChunkedOpenAI`)."""
+    summary_absent: tuple[str, ...] = ()
+    """Texts ``summary.md`` must not hold outside code spans (live Markdown or HTML)."""
 
 
 def _jsonl(*rows: str) -> str:
@@ -432,9 +441,116 @@ CORPUS: list[Bad] = [
     ),
 ]
 
-LATER: list[Bad] = []
-"""Entries still to come: #5 (a response over the size cap is that case's error, texts are
-clipped with a marker) and #7 (case text in ``summary.md`` is escaped)."""
+HUGE_ANSWER_CONFTEST = """
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Huge:
+    name = "huge"
+
+    def fingerprint(self):
+        return {"type": "huge"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if text == "huge":
+            text = "y" * 100_000
+        return Completion(text=text, usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("huge", lambda settings: Huge())
+"""
+
+HOSTILE_ID = "x | ![img](http://evil.example/p.png) <script>alert(1)</script>\n# heading"
+
+LATER: list[Bad] = [
+    # -- 5: a response over the size cap; long texts clipped with the full length
+    Bad(
+        "response-over-the-size-cap",
+        "5",
+        {"big.golden.json": json.dumps([{"id": "big", "input": "huge", "expected_output": "a"}])},
+        (
+            "big.golden.json:1: protocol error: openai: POST ",
+            "response body over the 65536-byte limit (--llmeval-max-response-bytes): "
+            "stopped after reading",
+        ),
+        args=("--llmeval-max-response-bytes", "65536"),
+        server=True,
+    ),
+    Bad(
+        "huge-answer-clipped-in-the-failure",
+        "5",
+        {"big.golden.json": json.dumps([{"id": "big", "input": "huge", "expected_output": "a"}])},
+        ("[clipped: ",),
+        errors=0,
+        args=("--llmeval-runner", "huge"),
+        conftest=HUGE_ANSWER_CONFTEST,
+    ),
+    # -- 7: case text in summary.md is inert Markdown
+    Bad(
+        "markdown-in-a-case-id",
+        "7",
+        {
+            "md.golden.json": json.dumps(
+                [{"id": HOSTILE_ID, "input": "q", "expected_output": "not q"}]
+            )
+        },
+        (),
+        errors=0,
+        summary_absent=("![img](", "<script>", "\n# heading"),
+    ),
+]
+"""#5 and #7: inputs that reach a live runner and ``summary.md``."""
+
+
+class _ChunkedOpenAI(http.server.BaseHTTPRequestHandler):
+    """A loopback OpenAI-compatible endpoint that echoes the last message, and answers
+    ``huge`` with a chunked body (no ``Content-Length``) of 1 MiB: the cap must stop the read."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = body["messages"][-1]["content"]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        answer = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        if text == "huge":
+            answer["choices"][0]["message"]["content"] = "z" * (1 << 20)
+        data = json.dumps(answer).encode()
+        for start in range(0, len(data), 16384):
+            chunk = data[start : start + 16384]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the client hangs up once the cap is reached: a broken pipe here is expected
+
+
+@contextlib.contextmanager
+def _openai_server() -> Iterator[str]:
+    server = _QuietServer(("127.0.0.1", 0), _ChunkedOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize("bad", [*CORPUS, *LATER], ids=lambda bad: f"{bad.item}-{bad.name}")
@@ -452,7 +568,14 @@ def test_bad_input_gives_its_error_and_the_rest_runs(pytester: pytest.Pytester, 
         (pytester.path / name).symlink_to(target)
     (pytester.path / GOOD_FILE).write_text(json.dumps(GOOD_CASES, indent=2), encoding="utf-8")
     args = bad.args if "--llmeval-runner" in bad.args else ("--llmeval-runner", "echo", *bad.args)
-    result = pytester.runpytest(*args, "--llmeval-run-dir", "run", "-rE", "-p", "no:cacheprovider")
+    with contextlib.ExitStack() as stack:
+        if bad.server:
+            url = stack.enter_context(_openai_server())
+            args = ("--llmeval-runner", "openai", "--llmeval-base-url", url, *bad.args)
+            args += ("--llmeval-model", "m", "--llmeval-api-key-env", "NO_SUCH_KEY_VARIABLE")
+        result = pytester.runpytest(
+            *args, "--llmeval-run-dir", "run", "-rE", "-p", "no:cacheprovider"
+        )
     out = result.stdout.str()
     for message in bad.messages:
         assert message in out, message
@@ -469,6 +592,14 @@ def test_bad_input_gives_its_error_and_the_rest_runs(pytester: pytest.Pytester, 
     assert outcomes.count("passed") == bad.passed, outcomes
     if bad.errors is not None:
         assert outcomes.count("error") == bad.errors, [r.get("error") for r in rows]
+    summary = (run_dir / "summary.md").read_text(encoding="utf-8")
+    rendered = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "<code>", summary)  # code spans are inert
+    for text in bad.summary_absent:
+        assert text not in rendered, text
+
+
+def test_later_entries_cover_five_and_seven() -> None:
+    assert {bad.item for bad in LATER} == {"5", "7"}
 
 
 def test_the_corpus_covers_every_item() -> None:

@@ -239,13 +239,16 @@ class EvalItem(pytest.Function):
         self._mark("llmeval")
         self.category = case.category if case else pending.category if pending else None
         """The case's category, known before the case is built (and if it cannot be)."""
-        marks = case.marks if case else pending.marks if pending else ()
-        names = (self.eval_file.suite_name, self.category, *marks) if case or pending else ()
-        for name in names:
-            if name:
-                marker = marker_name(name)
-                self.state.register_marker(marker)  # before the mark is first looked up
-                self._mark(marker)
+        if case or pending:
+            marks = case.marks if case else pending.marks if pending else ()
+            self._add_marker(marker_name(self.eval_file.suite_name))
+            for name in (self.category, *marks):
+                if name:  # a category named like a suite must not select it (-m golden)
+                    self._add_marker(self.state.category_marker(marker_name(name)))
+
+    def _add_marker(self, marker: str) -> None:
+        self.state.register_marker(marker)  # before the mark is first looked up
+        self._mark(marker)
 
     def _mark(self, name: str) -> None:
         self.add_marker(_mark(name))  # one shared, immutable mark per name

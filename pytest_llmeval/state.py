@@ -141,6 +141,17 @@ class LLMEvalState:
             self._markers.add(name)
             self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
 
+    @functools.cached_property
+    def suite_markers(self) -> frozenset[str]:
+        """Markers that select a whole suite (``-m golden``), and ``llmeval`` (every case): a
+        category or a case's own mark of the same name is marked ``category_<name>``."""
+        return frozenset(["llmeval", *self.suites.names()])
+
+    def category_marker(self, name: str) -> str:
+        """The marker for a case's category or own mark ``name`` (already a marker name): the
+        name itself, unless a suite (or ``llmeval``) owns it."""
+        return f"category_{name}" if name in self.suite_markers else name
+
 
 def secret_env_names(settings: Settings) -> list[str]:
     """Every environment variable whose value is a secret: --llmeval-secret-env, the API key

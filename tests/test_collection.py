@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import read_jsonl, write_json, write_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
 
 GOLDEN = [
     {"id": "w-2", "category": "weather", "input": "weather please", "expected_output": "x"},
@@ -55,6 +59,28 @@ def test_markers_select_suite_and_category(scripted: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*2 failed, 1 deselected*"])
     result = scripted.runpytest("-k", "w-1", "--llmeval-runner", "echo", "-q", "--strict-markers")
     result.stdout.fnmatch_lines(["*1 failed, 2 deselected*"])
+
+
+def test_a_category_named_like_a_suite_does_not_select_it(scripted: pytest.Pytester) -> None:
+    """Issue 15 #17: -m golden selects the golden suite only; a golden category (tool-forge's
+    golden tier, or any case's category) is -m category_golden."""
+    write_json(scripted, "qa.golden.json", [*GOLDEN, {**GOLDEN[0], "id": "g", "category": "gaia"}])
+    items, _ = scripted.inline_genitems("--llmeval-runner", "echo")
+    marks = {item.name: [m.name for m in item.iter_markers()] for item in items}
+    assert marks["g"] == ["llmeval", "golden", "category_gaia"]
+    assert marks["w-1"] == ["llmeval", "golden", "weather"]
+    toolforge = ROOT / "evals" / "get_weather.golden.json"
+    (scripted.path / "get_weather.golden.json").write_text(toolforge.read_text())
+    golden = scripted.runpytest("-m", "golden", "--llmeval-runner", "echo", "--co", "-q")
+    golden.stdout.fnmatch_lines(["4/* tests collected (* deselected)*"])
+    assert "get_weather.golden.json" not in golden.stdout.str()
+    tier = scripted.runpytest("-m", "category_golden", "--llmeval-runner", "echo", "--co", "-q")
+    assert (
+        "get_weather.golden.json::" in tier.stdout.str()
+        and "qa.golden.json" not in tier.stdout.str()
+    )
+    gaia = scripted.runpytest("-m", "category_gaia", "--llmeval-runner", "echo", "--co", "-q")
+    gaia.stdout.fnmatch_lines(["qa.golden.json::g", "1/* tests collected*"])
 
 
 def test_reportinfo_points_at_the_case_line(scripted: pytest.Pytester) -> None:

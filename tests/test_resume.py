@@ -75,3 +75,24 @@ def test_resume_after_kill_9_gives_the_uninterrupted_reports(pytester: pytest.Py
     assert full.ret == resumed.ret == pytest.ExitCode.TESTS_FAILED
     assert run_outputs(run_dir) == run_outputs(pytester.path / "full")
     assert len(read_jsonl(run_dir / "results.jsonl")) == len(CASES)
+
+
+def test_resume_says_what_its_tallies_count(pytester: pytest.Pytester) -> None:
+    """Issue 15 #20: llmeval's tallies cover the whole run, pytest's line this session; the
+    terminal says so, and names expected misses that pytest calls xfailed."""
+    write_json(pytester, "qa.golden.json", CASES[4:10])
+    pytester.makefile(".yaml", w2c="suite: golden\ndata: qa.golden.json\nmisses: xfail\n").rename(
+        pytester.path / "w2c.llmeval.yaml"
+    )
+    first = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run", "-k", "c05")
+    first.assert_outcomes(passed=1, deselected=5)
+    resumed = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-resume", "run")
+    resumed.assert_outcomes(passed=3, xfailed=2, deselected=1)
+    resumed.stdout.fnmatch_lines(
+        [
+            "all: 4/6 passed (66.7%), 2 failed, 0 errors, 0 skipped",
+            "llmeval: the tallies cover the whole run: 1 case(s) from earlier attempts, 5 run "
+            "in this session (pytest's line counts this session); 2 of the failed are expected "
+            "misses (pytest's xfailed)",
+        ]
+    )

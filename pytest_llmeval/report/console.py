@@ -41,6 +41,24 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def tally_note(results: Sequence[CaseResult], earlier: int) -> str | None:
+    """What tells llmeval's tallies from pytest's closing line: on a resume the tallies cover
+    the whole run while pytest counts this session (``earlier`` cases had their results from
+    earlier attempts), and an expected miss (``misses: xfail``) is a failed case to llmeval,
+    ``xfailed`` to pytest. ``None`` when the two agree."""
+    parts = []
+    if earlier:
+        now = len(results) - earlier
+        parts.append(
+            f"the tallies cover the whole run: {earlier} case(s) from earlier attempts, "
+            f"{now} run in this session (pytest's line counts this session)"
+        )
+    xfailed = sum(1 for result in results if result.xfailed)
+    if xfailed:
+        parts.append(f"{xfailed} of the failed are expected misses (pytest's xfailed)")
+    return f"llmeval: {'; '.join(parts)}" if parts else None
+
+
 def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
     """``summary.md``: suite table, category table, then the failing and erroring cases."""
     out = ["# pytest-llmeval summary", ""]

@@ -176,6 +176,10 @@ class SessionReport:
         if self.report is not None:
             for line in console.summary_lines(self.report.dump()):
                 terminalreporter.write_line(line)
+            earlier = sum(1 for key in self.results if key in self.state.finished)
+            note = console.tally_note(list(self.results.values()), earlier)
+            if note is not None:
+                terminalreporter.write_line(note)
             for line in console.verdict_lines(self.verdict):
                 terminalreporter.write_line(line)
         for name, value in self.file_artifacts:

@@ -229,6 +229,18 @@ def test_broken_rows_are_their_own_errors(w2c: pytest.Pytester) -> None:
     assert (body["n"], body["errors"]) == (2, 5)
 
 
+def test_a_file_whose_first_row_is_broken_is_still_claimed(w2c: pytest.Pytester) -> None:
+    """Issue 15 #6: the file is When2Call by the shape of its rows, not of its first row; the
+    broken first row is that row's error."""
+    good = _rows(2)
+    first = {k: v for k, v in good[0].items() if k != "tools"} | {"uuid": "no-tools"}
+    write_jsonl(w2c, "when2call_first.jsonl", [first, *good])
+    result = w2c.runpytest("--llmeval-runner", "scorer", "-p", "no:cacheprovider")
+    right = sum(_expected_pick(r, "acc_norm") == r["correct_answer"] for r in good)
+    result.assert_outcomes(errors=1, passed=right, failed=2 - right)
+    result.stdout.fnmatch_lines(["when2call_first.jsonl:1: tools: *"])
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

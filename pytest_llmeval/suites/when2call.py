@@ -61,7 +61,7 @@ from pytest_llmeval.scoring.classification import argmax_first
 from pytest_llmeval.scoring.judge import agreement as judge_agreement
 from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import first_row, iter_cases, read_records
+from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
 from pytest_llmeval.suites.when2call_metrics import (
     LABELS,
     When2CallSection,
@@ -151,15 +151,7 @@ class When2CallSuite:
     """Its manifest options; :func:`read_options` checks their values."""
 
     def claims(self, path: Path, head: bytes) -> bool:
-        row = first_row(path, head)
-        if not isinstance(row, dict):
-            return False
-        answers = row.get("answers")
-        return (
-            {"uuid", "question", "correct_answer", "tools"} <= row.keys()
-            and isinstance(answers, dict)
-            and set(LABELS) <= answers.keys()
-        )
+        return any(_when2call_shaped(row) for row in head_rows(path, head))
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         try:
@@ -258,6 +250,17 @@ class When2CallSuite:
 
 
 # ---------------------------------------------------------------------------- rows
+
+
+def _when2call_shaped(row: dict[str, Any]) -> bool:
+    """A When2Call row: the file is claimed by any such row of its head, and a row that is not
+    one is that row's error (issue 15 #6)."""
+    answers = row.get("answers")
+    return (
+        {"uuid", "question", "correct_answer", "tools"} <= row.keys()
+        and isinstance(answers, dict)
+        and set(LABELS) <= answers.keys()
+    )
 
 
 def _identify(read: RowReader) -> tuple[str, str]:

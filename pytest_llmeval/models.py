@@ -312,6 +312,23 @@ class CaseResult(_Model):
     runner_fingerprint: str = ""
     """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
+    input: list[dict[str, Any]] | None = None
+    """The case's input as the agent received it, in shown messages (see ``transcript``); a
+    case scored by log-likelihood adds ``{"role": "context", ...}`` and one ``{"role":
+    "option", ...}`` per continuation. ``None`` when the case never ran."""
+    expected: dict[str, Any] | None = None
+    """What the suite checks the answer against, in the suite's own words (golden
+    ``expected_output``/``keywords``/``thresholds``, tool-forge assertions, a When2Call
+    ``label``, a GAIA ``final_answer``, an integration item's ``call_sequence``); empty values
+    are left out, and a value whose JSON is long becomes that text, clipped. ``None`` when
+    there is nothing to show."""
+    transcript: list[dict[str, Any]] | None = None
+    """The messages after the input (the whole conversation when the agent did not start from
+    the input): ``{"role", "content", "tool_calls": [{"id", "name", "arguments",
+    "arguments_error"}], "tool_call_id", "name"}``, unset keys left out; a ``role: "tool"``
+    message's ``content`` is the tool result handed to the model. Texts are clipped
+    (:mod:`pytest_llmeval.clip`), and a long conversation keeps its first and last messages
+    around one ``{"omitted": N}``. ``None`` when nothing was exchanged."""
     response: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -329,7 +346,7 @@ class CaseResult(_Model):
         """A result validated from ``data`` (a dump of one), to be held until the session ends.
 
         pydantic gives every instance its own set of the field names it was given: for a full
-        dump that is all 20, a 2.2 KB hash table, more than half of the instance. A session
+        dump that is all 23, a 2.2 KB hash table, more than half of the instance. A session
         holding 100,000 results shares one such set instead (it holds every name, so nothing
         pydantic may add to it changes it; a copy gets a set of its own).
         """

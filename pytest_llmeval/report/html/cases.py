@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_llmeval.clip import clip
+from pytest_llmeval.clip import clip, marker
 from pytest_llmeval.models import CaseResult, ToolCallRecord
 
 DATA_ELEMENT_ID = "llmeval-data"
@@ -17,6 +18,12 @@ MAX_CHARS = 2000
 """Longer texts (responses, errors, tool arguments and results, details) are cut to this."""
 MAX_TOOL_CALLS = 100
 """Tool calls embedded per case; the rest are counted in a marker."""
+MAX_MESSAGES = 41
+"""Messages of a case's input or transcript embedded per case: what ``results.jsonl`` keeps
+(40 and the marker of the ones left out)."""
+
+_CLIPPED = re.compile(re.escape(marker(0)).replace("0", r"(\d+)") + r"\Z")
+"""The marker :func:`pytest_llmeval.clip.clip` ends a clipped text with."""
 
 
 cut = clip
@@ -58,6 +65,45 @@ def _tool_call(call: ToolCallRecord, limit: int) -> dict[str, Any]:
     return row
 
 
+def _recut(text: str, limit: int) -> str:
+    """Like :func:`cut`, but a text clipped before (``results.jsonl`` keeps its transcript
+    clipped) keeps the full length its first marker gave."""
+    if len(text) <= limit:
+        return text
+    found = _CLIPPED.search(text)
+    return text[:limit] + marker(int(found.group(1)) if found else len(text))
+
+
+def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A shown message of a result (``CaseResult.input``/``transcript``) for the page."""
+    if "role" not in message:  # the {"omitted": N} marker of a long conversation
+        return {"omitted": message.get("omitted", 0)}
+    row: dict[str, Any] = {"role": message["role"]}
+    content = message.get("content")
+    if isinstance(content, str):
+        row["content"] = _recut(content, limit)
+    calls = message.get("tool_calls")
+    if calls:
+        row["calls"] = [_message_call(call, limit) for call in calls[:MAX_TOOL_CALLS]]
+    for key, short in (("name", "name"), ("tool_call_id", "call_id")):
+        if message.get(key):
+            row[short] = cut(str(message[key]), limit)
+    return row
+
+
+def _message_call(call: dict[str, Any], limit: int) -> dict[str, Any]:
+    args = call.get("arguments")
+    shown = _recut(args, limit) if isinstance(args, str) else _json_text(args, limit)
+    row = {"name": str(call.get("name", "")), "args": shown}
+    if call.get("arguments_error") is not None:
+        row["args_error"] = _recut(str(call["arguments_error"]), limit)
+    return row
+
+
+def _messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    return [_message(m, limit) for m in messages[:MAX_MESSAGES]]
+
+
 def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     """One case for the page; empty and default fields are left out to keep the file small."""
     row: dict[str, Any] = {
@@ -74,6 +120,12 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
         row["cat"] = result.category
     if result.error:
         row["error"] = cut(result.error, limit)
+    if result.input:
+        row["input"] = _messages(result.input, limit)
+    if result.expected:
+        row["expected"] = _json_text(result.expected, limit)
+    if result.transcript:
+        row["transcript"] = _messages(result.transcript, limit)
     if result.response:
         row["response"] = cut(result.response, limit)
     if result.tool_calls:

@@ -240,8 +240,12 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, (str, list, tuple, dict)) and not value)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""One encoder for every case (``json.dumps`` with options builds a new one per call)."""
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def _identity(item: EvalItem) -> dict[str, Any]:

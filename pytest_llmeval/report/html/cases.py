@@ -145,9 +145,16 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     return row
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The data block's JSON (one encoder for every row)."""
+
+
 def script_json(value: Any) -> str:
     """JSON that is safe inside ``<script>``: no ``<`` (so no ``</script>`` nor ``<!--``)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _script_safe(_COMPACT.encode(value))
+
+
+def _script_safe(text: str) -> str:
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -158,6 +165,10 @@ def script_json(value: Any) -> str:
 
 
 def cases_json(results: Sequence[CaseResult], max_chars: int) -> str:
-    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``."""
-    rows = [case_row(r, max_chars) for r in results]
-    return script_json({"version": 1, "max_chars": max_chars, "cases": rows})
+    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``.
+
+    Each case's row is encoded as soon as it is built, so the page's peak memory holds the
+    rows' text, not every row's dicts (a case with its transcript is a dozen of them)."""
+    rows = ",".join(_COMPACT.encode(case_row(r, max_chars)) for r in results)
+    head = _COMPACT.encode({"version": 1, "max_chars": max_chars})
+    return _script_safe(f'{head[:-1]},"cases":[{rows}]}}')

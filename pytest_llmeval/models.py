@@ -6,6 +6,7 @@ is JSON through ``model_dump(mode="json")``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -348,12 +349,38 @@ class CaseResult(_Model):
         pydantic gives every instance its own set of the field names it was given: for a full
         dump that is all 23, a 2.2 KB hash table, more than half of the instance. A session
         holding 100,000 results shares one such set instead (it holds every name, so nothing
-        pydantic may add to it changes it; a copy gets a set of its own).
+        pydantic may add to it changes it; a copy gets a set of its own). The final answer,
+        which ends ``transcript`` as well as being ``response``, is held once.
         """
         result = cls.model_validate(data)
+        if result.transcript and result.response:  # one copy of the final answer, not two
+            last = result.transcript[-1]
+            if last.get("content") == result.response:
+                last["content"] = result.response
+        if result.expected:
+            result.expected = _shared(result.expected)
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
 
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
+
+_SHARED: dict[str, Any] = {}
+"""Small ``expected`` values seen before, by their exact JSON (see :func:`_shared`)."""
+_SHARED_MAX = 4096
+_KEY = json.JSONEncoder()
+"""Tells ``1``, ``1.0`` and ``true`` apart, as equality and hashing do not."""
+
+
+def _shared(expected: dict[str, Any]) -> dict[str, Any]:
+    """``expected`` whose small container values are the first equal ones seen: the cases of a
+    file mostly expect the same metrics and thresholds, so 100,000 kept results hold one copy
+    of each (results are read, never changed, once kept)."""
+    for key, value in expected.items():
+        if isinstance(value, (list, dict)) and 0 < len(value) <= 8:
+            text = _KEY.encode(value)
+            if len(_SHARED) >= _SHARED_MAX:
+                _SHARED.clear()
+            expected[key] = _SHARED.setdefault(text, value)
+    return expected

@@ -149,8 +149,10 @@ def test_html_case_detail_has_the_new_fields(
     weather = cases["weather"]
     assert weather["input"] == [{"role": "user", "content": "What is the weather in Paris?"}]
     assert json.loads(weather["expected"])["expected_output"] == "It is 18C and cloudy in Paris."
-    assert [m["role"] for m in weather["transcript"]] == ["assistant", "tool", "assistant"]
+    # the final answer is the page's "Final response", not repeated in the transcript
+    assert [m["role"] for m in weather["transcript"]] == ["assistant", "tool"]
     assert weather["transcript"][0]["calls"][0]["name"] == "get_weather"
+    assert weather["response"] == "It is 18C and cloudy in Paris."
     long_answer = cases["long"]["transcript"][0]["content"]
     assert long_answer.endswith(marker(LONG + 6))  # the full length, not the first cut's
 
@@ -265,3 +267,26 @@ def test_results_written_before_the_fields_still_read() -> None:
            "outcome": "passed", "passed": True}  # fmt: skip
     result = CaseResult.kept(old)
     assert (result.input, result.expected, result.transcript) == (None, None, None)
+
+
+def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
+    from pytest_llmeval.models import CaseResult
+
+    def row(i: int, threshold: Any) -> dict[str, Any]:
+        answer = f"answer {i}"
+        return json.loads(json.dumps({
+            "case_id": f"c{i}", "suite": "golden", "file": "f", "line": i, "nodeid": f"f::c{i}",
+            "outcome": "passed", "passed": True, "response": answer,
+            "expected": {"expected_output": answer, "metrics": ["exact_match"],
+                         "thresholds": {"exact_match": threshold}},
+            "transcript": [{"role": "assistant", "content": answer}],
+        }))  # fmt: skip
+
+    first, second, other = (CaseResult.kept(row(i, t)) for i, t in ((1, 1.0), (2, 1.0), (3, 1)))
+    assert first.transcript is not None and first.transcript[0]["content"] is first.response
+    assert first.expected is not None and second.expected is not None
+    assert first.expected["metrics"] is second.expected["metrics"]
+    assert first.expected["thresholds"] is second.expected["thresholds"]
+    assert other.expected is not None and other.expected["thresholds"] == {"exact_match": 1}
+    assert json.dumps(other.expected["thresholds"]) == '{"exact_match": 1}'  # not 1.0
+    assert first.model_dump() == CaseResult.model_validate(row(1, 1.0)).model_dump()

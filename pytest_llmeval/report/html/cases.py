@@ -100,6 +100,15 @@ def _message_call(call: dict[str, Any], limit: int) -> dict[str, Any]:
     return row
 
 
+def _is_answer(message: dict[str, Any], response: str) -> bool:
+    """Whether ``message`` is the final answer alone (the page shows ``response`` anyway)."""
+    return (
+        message.get("role") == "assistant"
+        and not message.get("tool_calls")
+        and message.get("content") == response
+    )
+
+
 def _messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     return [_message(m, limit) for m in messages[:MAX_MESSAGES]]
 
@@ -124,8 +133,11 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
         row["input"] = _messages(result.input, limit)
     if result.expected:
         row["expected"] = _json_text(result.expected, limit)
-    if result.transcript:
-        row["transcript"] = _messages(result.transcript, limit)
+    transcript = result.transcript
+    if transcript and _is_answer(transcript[-1], result.response):
+        transcript = transcript[:-1]  # the page shows it as the final response, right after
+    if transcript:
+        row["transcript"] = _messages(transcript, limit)
     if result.response:
         row["response"] = cut(result.response, limit)
     if result.tool_calls:

@@ -6,6 +6,7 @@ is JSON through ``model_dump(mode="json")``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -319,6 +320,23 @@ class CaseResult(_Model):
     runner_fingerprint: str = ""
     """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
+    input: list[dict[str, Any]] | None = None
+    """The case's input as the agent received it, in shown messages (see ``transcript``); a
+    case scored by log-likelihood adds ``{"role": "context", ...}`` and one ``{"role":
+    "option", ...}`` per continuation. ``None`` when the case never ran."""
+    expected: dict[str, Any] | None = None
+    """What the suite checks the answer against, in the suite's own words (golden
+    ``expected_output``/``keywords``/``thresholds``, tool-forge assertions, a When2Call
+    ``label``, a GAIA ``final_answer``, an integration item's ``call_sequence``); empty values
+    are left out, and a value whose JSON is long becomes that text, clipped. ``None`` when
+    there is nothing to show."""
+    transcript: list[dict[str, Any]] | None = None
+    """The messages after the input (the whole conversation when the agent did not start from
+    the input): ``{"role", "content", "tool_calls": [{"id", "name", "arguments",
+    "arguments_error"}], "tool_call_id", "name"}``, unset keys left out; a ``role: "tool"``
+    message's ``content`` is the tool result handed to the model. Texts are clipped
+    (:mod:`pytest_llmeval.clip`), and a long conversation keeps its first and last messages
+    around one ``{"omitted": N}``. ``None`` when nothing was exchanged."""
     response: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -336,14 +354,40 @@ class CaseResult(_Model):
         """A result validated from ``data`` (a dump of one), to be held until the session ends.
 
         pydantic gives every instance its own set of the field names it was given: for a full
-        dump that is all 20, a 2.2 KB hash table, more than half of the instance. A session
+        dump that is all 23, a 2.2 KB hash table, more than half of the instance. A session
         holding 100,000 results shares one such set instead (it holds every name, so nothing
-        pydantic may add to it changes it; a copy gets a set of its own).
+        pydantic may add to it changes it; a copy gets a set of its own). The final answer,
+        which ends ``transcript`` as well as being ``response``, is held once.
         """
         result = cls.model_validate(data)
+        if result.transcript and result.response:  # one copy of the final answer, not two
+            last = result.transcript[-1]
+            if last.get("content") == result.response:
+                last["content"] = result.response
+        if result.expected:
+            result.expected = _shared(result.expected)
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
 
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
+
+_SHARED: dict[str, Any] = {}
+"""Small ``expected`` values seen before, by their exact JSON (see :func:`_shared`)."""
+_SHARED_MAX = 4096
+_KEY = json.JSONEncoder()
+"""Tells ``1``, ``1.0`` and ``true`` apart, as equality and hashing do not."""
+
+
+def _shared(expected: dict[str, Any]) -> dict[str, Any]:
+    """``expected`` whose small container values are the first equal ones seen: the cases of a
+    file mostly expect the same metrics and thresholds, so 100,000 kept results hold one copy
+    of each (results are read, never changed, once kept)."""
+    for key, value in expected.items():
+        if isinstance(value, (list, dict)) and 0 < len(value) <= 8:
+            text = _KEY.encode(value)
+            if len(_SHARED) >= _SHARED_MAX:
+                _SHARED.clear()
+            expected[key] = _SHARED.setdefault(text, value)
+    return expected

@@ -3,11 +3,18 @@
 :class:`ResultBuilder` turns an item's score (the case ran and was judged) or a failed phase
 (a broken case, an infrastructure fault, a skip) into the result that travels on the test
 report, is journaled, and reaches the controller's run dir. The result is redacted here, once.
+
+A scored case's result also shows what a reader needs to understand it from the reports
+alone: the case's input, what it expected and the conversation (``CaseResult.input``,
+``expected``, ``transcript``), with long texts clipped and long conversations cut to their
+first and last messages, so that 100,000 results still fit in the controller's memory.
 """
 
 from __future__ import annotations
 
+import json
 import traceback
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,7 +22,15 @@ import pytest
 from pytest_llmeval.clip import clip
 from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.fingerprint import fingerprint
-from pytest_llmeval.models import CaseResult, CaseScore, Outcome
+from pytest_llmeval.models import (
+    CaseResult,
+    CaseScore,
+    EvalCase,
+    Message,
+    Outcome,
+    ToolCall,
+    Transcript,
+)
 from pytest_llmeval.redact import Redactor
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
@@ -23,7 +38,13 @@ from pytest_llmeval.suites.base import SuiteRegistry
 if TYPE_CHECKING:
     from pytest_llmeval.collect import EvalItem
 
-__all__ = ["ResultBuilder", "agent_fingerprint", "runner_id"]
+__all__ = ["MAX_MESSAGES", "TEXT_LIMIT", "ResultBuilder", "agent_fingerprint", "runner_id"]
+
+TEXT_LIMIT = 4000
+"""Longest text a result keeps of a case's input, expectation or transcript; a longer one is
+clipped with a marker giving its full length."""
+MAX_MESSAGES = 40
+"""Messages a result keeps of a case's input or transcript: the first and the last halves."""
 
 ERROR_CHARS = 4_000
 """Most characters of a result's ``error`` message kept (clipped with the full length)."""
@@ -52,6 +73,9 @@ class ResultBuilder:
             error=score.skipped or score.failure,
             scores=score.scores,
             duration_ms=round(transcript.duration_ms, 3),
+            input=self.shown_input(case),
+            expected=self.shown_expected(case),
+            transcript=self.shown_transcript(case, transcript),
             response=self.shown_response(case.suite, transcript.response),
             tool_calls=transcript.tool_calls,
             usage=transcript.usage,
@@ -65,8 +89,101 @@ class ResultBuilder:
     def shown_response(self, suite_name: str, text: str) -> str:
         """A model's answer as reports and artifacts keep it: a suite may mask what it
         considers private (the integration suite: emails, phone numbers, keys)."""
+        mask = self._mask(suite_name)
+        return mask(text) if mask is not None else text
+
+    def shown_input(self, case: EvalCase) -> list[dict[str, Any]] | None:
+        """The case's input as results keep it (see ``CaseResult.input``)."""
+        shown = self._messages(case.messages)
+        if case.choices is not None:
+            shown.append({"role": "context", "content": self._text(case.choices.context)})
+            shown += [{"role": "option", "content": self._text(text)}
+                      for text in case.choices.continuations]  # fmt: skip
+        return shown or None
+
+    def shown_expected(self, case: EvalCase) -> dict[str, Any] | None:
+        """What the suite checks, as results keep it (see ``CaseResult.expected``): the case's
+        ``expect``, or what a suite's optional ``shown_expect(case)`` picks of it."""
+        pick = getattr(self.suites.get(case.suite), "shown_expect", None)
+        expect = pick(case) if callable(pick) else case.expect
+        shown = {key: self._value(value) for key, value in expect.items() if not _empty(value)}
+        if case.judge is not None and case.judge.criteria and "rubric" not in shown:
+            shown["rubric"] = self._value(dict(case.judge.criteria))
+        return shown or None
+
+    def shown_transcript(
+        self, case: EvalCase, transcript: Transcript
+    ) -> list[dict[str, Any]] | None:
+        """The conversation after the input, as results keep it (see
+        ``CaseResult.transcript``)."""
+        messages = transcript.messages
+        start = len(case.messages)
+        if start and messages[:start] == case.messages:
+            messages = messages[start:]
+        return self._messages(messages, self._mask(case.suite)) or None
+
+    def _mask(self, suite_name: str) -> Callable[[str], str] | None:
         mask = getattr(self.suites.get(suite_name), "mask_output", None)
-        return mask(text) if callable(mask) else text
+        return mask if callable(mask) else None
+
+    def _messages(
+        self, messages: Sequence[Message], mask: Callable[[str], str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Shown messages, at most :data:`MAX_MESSAGES`: the first and last halves around a
+        ``{"omitted": N}`` marker. ``mask`` is the suite's ``mask_output``, applied to what
+        the model said as it is to ``response``."""
+        if len(messages) <= MAX_MESSAGES:
+            return [self._message(m, mask) for m in messages]
+        head = MAX_MESSAGES // 2
+        tail = MAX_MESSAGES - head
+        return [
+            *(self._message(m, mask) for m in messages[:head]),
+            {"omitted": len(messages) - MAX_MESSAGES},
+            *(self._message(m, mask) for m in messages[-tail:]),
+        ]
+
+    def _message(self, message: Message, mask: Callable[[str], str] | None) -> dict[str, Any]:
+        shown: dict[str, Any] = {"role": message.role}
+        if message.content is not None:
+            content = message.content
+            if mask is not None and message.role == "assistant":
+                content = mask(content)
+            shown["content"] = self._text(content)
+        if message.tool_calls:
+            shown["tool_calls"] = [self._call(call) for call in message.tool_calls]
+        if message.tool_call_id:
+            shown["tool_call_id"] = message.tool_call_id
+        if message.name:
+            shown["name"] = message.name
+        return shown
+
+    def _call(self, call: ToolCall) -> dict[str, Any]:
+        shown: dict[str, Any] = {"name": call.name, "arguments": self._value(call.arguments)}
+        if call.id:
+            shown["id"] = call.id
+        if call.arguments_error is not None:
+            shown["arguments_error"] = self._text(call.arguments_error)
+        return shown
+
+    def _text(self, text: str) -> str:
+        """``text`` clipped to :data:`TEXT_LIMIT`; a long one is redacted before the cut, so
+        the cut cannot leave half a secret that the redactor no longer recognises."""
+        if len(text) <= TEXT_LIMIT:
+            return text  # redacted with the whole result, in attach()
+        return clip(self.redactor.text(text), TEXT_LIMIT)
+
+    def _value(self, value: Any) -> Any:
+        """A JSON value as it is, or, when its JSON is longer than :data:`TEXT_LIMIT`, that
+        JSON text (redacted first: secret-named keys are masked before they become text)
+        clipped."""
+        if isinstance(value, str):
+            return self._text(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        text = _json(value)
+        if len(text) <= TEXT_LIMIT:
+            return value
+        return clip(_json(self.redactor.value(value)), TEXT_LIMIT)
 
     def for_phase(
         self, item: EvalItem, report: pytest.TestReport, excinfo: Any
@@ -128,6 +245,19 @@ class ResultBuilder:
             fp = agent_fingerprint(agent)
             last = self._last_fingerprint = (agent, fp, runner_id(fp))
         return last[1], last[2]
+
+
+def _empty(value: Any) -> bool:
+    """Whether an ``expect`` value says nothing (unset, or an empty text or collection)."""
+    return value is None or (isinstance(value, (str, list, tuple, dict)) and not value)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""One encoder for every case (``json.dumps`` with options builds a new one per call)."""
+
+
+def _json(value: Any) -> str:
+    return _ENCODER.encode(value)
 
 
 def _identity(item: EvalItem) -> dict[str, Any]:

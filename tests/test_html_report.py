@@ -97,7 +97,37 @@ def make_results(n: int, seed: int = 0) -> list[CaseResult]:
         }
     )
     out[9] = out[9].model_copy(update={"response": "x" * 10_000, "error": "e" * 5_000})
+    # A case's input, expectation and conversation, as results.jsonl keeps them (hostile too).
+    out[1] = out[1].model_copy(update=CONVERSATION)
+    out[7] = out[7].model_copy(
+        update={
+            "input": [{"role": "user", "content": f"Say {IMG}"}],
+            "transcript": [
+                {"role": "assistant", "tool_calls": [{"name": "web.search",
+                                                      "arguments": {"q": BREAKOUT}}]},
+                {"role": "tool", "name": "web.search", "content": BREAKOUT},
+                {"omitted": 12},
+                {"role": "assistant", "content": IMG},
+            ],
+        }
+    )  # fmt: skip
     return out
+
+
+CONVERSATION: dict[str, Any] = {
+    "input": [
+        {"role": "system", "content": "You are a weather bot."},
+        {"role": "user", "content": "Weather in Paris?"},
+    ],
+    "expected": {"toolsCalled": ["get_weather"], "responseContains": ["18C"]},
+    "transcript": [
+        {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+         "content": '{"temp_c": 18}'},
+        {"role": "assistant", "content": "It is 18C in Paris."},
+    ],
+}  # fmt: skip
 
 
 def make_report(results: list[CaseResult], **extra: Any) -> dict[str, Any]:
@@ -550,6 +580,39 @@ def test_browser_transcript_is_text(views: dict[str, dict[str, Any]]) -> None:
     (detail,) = views["#open=evals/toolforge.jsonl::case-00001"]["details"]
     assert "get_weather" in detail and "[fixture, ok, 3.5 ms]" in detail
     assert '"city": "Paris"' in html.unescape(detail)  # arguments pretty-printed
+
+
+@browser
+def test_browser_case_detail_shows_input_expected_and_transcript(
+    views: dict[str, dict[str, Any]],
+) -> None:
+    (detail,) = views["#open=evals/toolforge.jsonl::case-00001"]["details"]
+    text = html.unescape(re.sub(r"<[^>]+>", "\n", detail))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    at = lines.index("Input")
+    assert lines[at : at + 5] == [
+        "Input", "system", "You are a weather bot.", "user", "Weather in Paris?"
+    ]  # fmt: skip
+    at = lines.index("Expected")
+    assert "".join(lines[at + 1 : lines.index("Transcript")]).replace(" ", "") == (
+        '{"responseContains":["18C"],"toolsCalled":["get_weather"]}'
+    )
+    at = lines.index("Transcript")
+    assert lines[at + 1 : at + 4] == ["assistant", "calls get_weather", "{"]
+    assert '"city": "Paris"' in text  # arguments pretty-printed
+    assert lines[lines.index("tool") + 1] == "[get_weather, call call_1]"
+    assert '"temp_c": 18' in text  # the tool result, pretty-printed
+    assert "It is 18C in Paris." in lines
+    # the sections come in reading order, before the tool-call table and the final answer
+    order = [lines.index(h) for h in ("Input", "Expected", "Transcript", "Final response")]
+    assert order == sorted(order)
+
+    # hostile messages stay text (the views fixture also checks that no script ran)
+    (detail,) = views["#open=evals/toolforge.jsonl::case-00007&q=case-0000"]["details"]
+    assert "Transcript" in detail and "… 12 messages left out" in detail
+    assert detail.count("&lt;/script&gt;&lt;script&gt;") >= 3  # response, argument, result
+    assert detail.count("&lt;img src=x") >= 3  # response, input, last message
+    assert "<img" not in detail and "<script" not in detail
 
 
 INTERACTION_DRIVER = """<!DOCTYPE html><html><body><pre id="log"></pre>

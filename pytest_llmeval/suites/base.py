@@ -155,7 +155,9 @@ class Suite(Protocol):
     # Optional: ``markdown_lines(artifacts) -> list[str]``, a section of ``summary.md`` for
     # one of this suite's ``file_artifacts`` (When2Call's headline and confusion matrix);
     # ``mask_output(text) -> str``, the model's answer as results, junit and reports keep it
-    # (the integration suite masks emails, phone numbers and keys); ``manifest_options``, a
+    # (the integration suite masks emails, phone numbers and keys); ``shown_expect(case) ->
+    # dict``, what results show as the case's expectation when not its whole ``expect``
+    # (the integration suite leaves out its scoring config); ``manifest_options``, a
     # mapping of the manifest keys the suite reads beyond the common ones
     # (``pytest_llmeval.manifest.COMMON_OPTIONS``) to the JSON Schema of each value (``{}``
     # when the suite checks the value itself): a manifest key that neither names is an error.

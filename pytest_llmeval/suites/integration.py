@@ -198,6 +198,11 @@ class IntegrationSuite:
         replaced (and counted: ``privacy_ok_rate``)."""
         return mask_private(text)
 
+    def shown_expect(self, case: EvalCase) -> dict[str, Any]:
+        """What results show as the item's expectation: its own keys, without the file's
+        scoring ``config`` (the same for every item) and the prompt text (the input)."""
+        return {k: v for k, v in case.expect.items() if k not in ("config", "prompt_text")}
+
     def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
         thresholds, min_eligible = _gate_settings(results)
         return aggregate(results, thresholds, min_eligible)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_llmeval.clip import clip
+from pytest_llmeval.clip import clip, marker
 from pytest_llmeval.models import CaseResult, ToolCallRecord
 
 DATA_ELEMENT_ID = "llmeval-data"
@@ -17,6 +18,12 @@ MAX_CHARS = 2000
 """Longer texts (responses, errors, tool arguments and results, details) are cut to this."""
 MAX_TOOL_CALLS = 100
 """Tool calls embedded per case; the rest are counted in a marker."""
+MAX_MESSAGES = 41
+"""Messages of a case's input or transcript embedded per case: what ``results.jsonl`` keeps
+(40 and the marker of the ones left out)."""
+
+_CLIPPED = re.compile(re.escape(marker(0)).replace("0", r"(\d+)") + r"\Z")
+"""The marker :func:`pytest_llmeval.clip.clip` ends a clipped text with."""
 
 
 cut = clip
@@ -58,6 +65,54 @@ def _tool_call(call: ToolCallRecord, limit: int) -> dict[str, Any]:
     return row
 
 
+def _recut(text: str, limit: int) -> str:
+    """Like :func:`cut`, but a text clipped before (``results.jsonl`` keeps its transcript
+    clipped) keeps the full length its first marker gave."""
+    if len(text) <= limit:
+        return text
+    found = _CLIPPED.search(text)
+    return text[:limit] + marker(int(found.group(1)) if found else len(text))
+
+
+def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A shown message of a result (``CaseResult.input``/``transcript``) for the page."""
+    if "role" not in message:  # the {"omitted": N} marker of a long conversation
+        return {"omitted": message.get("omitted", 0)}
+    row: dict[str, Any] = {"role": message["role"]}
+    content = message.get("content")
+    if isinstance(content, str):
+        row["content"] = _recut(content, limit)
+    calls = message.get("tool_calls")
+    if calls:
+        row["calls"] = [_message_call(call, limit) for call in calls[:MAX_TOOL_CALLS]]
+    for key, short in (("name", "name"), ("tool_call_id", "call_id")):
+        if message.get(key):
+            row[short] = cut(str(message[key]), limit)
+    return row
+
+
+def _message_call(call: dict[str, Any], limit: int) -> dict[str, Any]:
+    args = call.get("arguments")
+    shown = _recut(args, limit) if isinstance(args, str) else _json_text(args, limit)
+    row = {"name": str(call.get("name", "")), "args": shown}
+    if call.get("arguments_error") is not None:
+        row["args_error"] = _recut(str(call["arguments_error"]), limit)
+    return row
+
+
+def _is_answer(message: dict[str, Any], response: str) -> bool:
+    """Whether ``message`` is the final answer alone (the page shows ``response`` anyway)."""
+    return (
+        message.get("role") == "assistant"
+        and not message.get("tool_calls")
+        and message.get("content") == response
+    )
+
+
+def _messages(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    return [_message(m, limit) for m in messages[:MAX_MESSAGES]]
+
+
 def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     """One case for the page; empty and default fields are left out to keep the file small."""
     row: dict[str, Any] = {
@@ -74,6 +129,15 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
         row["cat"] = result.category
     if result.error:
         row["error"] = cut(result.error, limit)
+    if result.input:
+        row["input"] = _messages(result.input, limit)
+    if result.expected:
+        row["expected"] = _json_text(result.expected, limit)
+    transcript = result.transcript
+    if transcript and _is_answer(transcript[-1], result.response):
+        transcript = transcript[:-1]  # the page shows it as the final response, right after
+    if transcript:
+        row["transcript"] = _messages(transcript, limit)
     if result.response:
         row["response"] = cut(result.response, limit)
     if result.tool_calls:
@@ -93,9 +157,16 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     return row
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The data block's JSON (one encoder for every row)."""
+
+
 def script_json(value: Any) -> str:
     """JSON that is safe inside ``<script>``: no ``<`` (so no ``</script>`` nor ``<!--``)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _script_safe(_COMPACT.encode(value))
+
+
+def _script_safe(text: str) -> str:
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -106,6 +177,10 @@ def script_json(value: Any) -> str:
 
 
 def cases_json(results: Sequence[CaseResult], max_chars: int) -> str:
-    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``."""
-    rows = [case_row(r, max_chars) for r in results]
-    return script_json({"version": 1, "max_chars": max_chars, "cases": rows})
+    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``.
+
+    Each case's row is encoded as soon as it is built, so the page's peak memory holds the
+    rows' text, not every row's dicts (a case with its transcript is a dozen of them)."""
+    rows = ",".join(_COMPACT.encode(case_row(r, max_chars)) for r in results)
+    head = _COMPACT.encode({"version": 1, "max_chars": max_chars})
+    return _script_safe(f'{head[:-1]},"cases":[{rows}]}}')

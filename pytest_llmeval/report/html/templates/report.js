@@ -138,6 +138,38 @@
     parent.appendChild(el("pre", null, text));
   }
 
+  function messages(parent, heading, list) {
+    parent.appendChild(el("h4", null, heading));
+    const ol = el("ol", "messages");
+    for (const m of list) {
+      if (m.role === undefined) {
+        ol.appendChild(el("li", "muted", "… " + m.omitted + " messages left out"));
+        continue;
+      }
+      const item = el("li", "message " + m.role);
+      const head = el("div", "msg-head", m.role);
+      const about = [];
+      if (m.name !== undefined) about.push(m.name);
+      if (m.call_id !== undefined) about.push("call " + m.call_id);
+      if (about.length) head.appendChild(el("span", "muted", " [" + about.join(", ") + "]"));
+      item.appendChild(head);
+      if (m.content !== undefined) {
+        const text = m.role === "tool" ? pretty(m.content) : m.content;
+        item.appendChild(el("pre", "msg-content", text));
+      }
+      for (const call of m.calls || []) {
+        item.appendChild(el("div", "muted", "calls " + call.name));
+        item.appendChild(el("pre", "tool-args", pretty(call.args)));
+        if (call.args_error !== undefined) {
+          item.appendChild(el("div", "muted", "unparsed arguments"));
+          item.appendChild(el("pre", null, call.args_error));
+        }
+      }
+      ol.appendChild(item);
+    }
+    parent.appendChild(ol);
+  }
+
   function detailRow(i) {
     const c = cases[i];
     const tr = el("tr", "case-detail");
@@ -147,6 +179,9 @@
     const file = c.file !== undefined ? c.file : c.nodeid.split("::")[0];
     box.appendChild(el("div", "muted", c.nodeid + "  ·  " + file + ":" + c.line));
     if (c.error) block(box, "Error", c.error);
+    if (c.input) messages(box, "Input", c.input);
+    if (c.expected !== undefined) block(box, "Expected", pretty(c.expected));
+    if (c.transcript) messages(box, "Transcript", c.transcript);
     const tools = c.tools || [];
     box.appendChild(el("h4", null, "Tool calls (" + (tools.length + (c.tools_more || 0)) + ")"));
     if (tools.length) {

@@ -200,11 +200,15 @@ class ResultBuilder:
         outcome: Outcome = "skipped" if report.skipped else "error"
         message = _skip_reason(report) if report.skipped else _message(excinfo)
         transcript = item.transcript
+        case = item.case if outcome == "error" else None  # an error is read with its case
         return CaseResult(
             **_identity(item),
             outcome=outcome,
             passed=False,
             error=message,
+            input=self.shown_input(case) if case else None,
+            expected=self.shown_expected(case) if case else None,
+            transcript=self.shown_transcript(case, transcript) if case and transcript else None,
             phase=None if report.skipped else report.when,
             traceback=None if report.skipped else _traceback(excinfo),
             events=transcript.events if transcript else [],

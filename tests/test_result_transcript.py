@@ -290,3 +290,20 @@ def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
     assert other.expected is not None and other.expected["thresholds"] == {"exact_match": 1}
     assert json.dumps(other.expected["thresholds"]) == '{"exact_match": 1}'  # not 1.0
     assert first.model_dump() == CaseResult.model_validate(row(1, 1.0)).model_dump()
+
+
+def test_an_error_row_keeps_its_input_and_expectation(pytester: pytest.Pytester) -> None:
+    """A case the backend could not answer is an error; its row still says what was asked and
+    what was expected, so the report alone explains it."""
+    pytester.makeconftest(
+        "from pytest_llmeval.testing.scripted import ScriptedModel\n\n"
+        "def pytest_llmeval_register_runners(registry):\n"
+        "    registry.register('failing', lambda s: ScriptedModel(fail_with='boom'))\n"
+    )
+    write_json(pytester, "qa.golden.json", [{"id": "e", "input": "boom", "expected_output": "x"}])
+    result = pytester.runpytest("--llmeval-runner", "failing", "--llmeval-run-dir", "run")
+    result.assert_outcomes(errors=1)
+    (row,) = read_jsonl(pytester.path / "run/results.jsonl")
+    assert row["outcome"] == "error"
+    assert row["input"] == [{"role": "user", "content": "boom"}]
+    assert row["expected"]["expected_output"] == "x"

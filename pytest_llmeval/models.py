@@ -7,9 +7,9 @@ is JSON through ``model_dump(mode="json")``.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 __all__ = [
     "CaseResult",
@@ -22,12 +22,14 @@ __all__ = [
     "LoglikRequest",
     "Message",
     "Outcome",
+    "Packed",
     "ToolCall",
     "ToolCallRecord",
     "ToolMode",
     "ToolSpec",
     "Transcript",
     "Usage",
+    "unpack",
 ]
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -294,6 +296,22 @@ class CaseScore(_Model):
     """With repeats: :func:`pytest_llmeval.repeats.summary` of the runs."""
 
 
+class Packed(bytes):
+    """A kept result's ``input``, ``expected`` or ``transcript``: its value as compact JSON."""
+
+
+def unpack(value: Any) -> Any:
+    """A shown field's value (``CaseResult.input``/``expected``/``transcript``) as JSON
+    values, whether the result was kept (:class:`Packed`) or not."""
+    if isinstance(value, Packed):
+        return json.loads(value.decode("utf-8", "surrogatepass"))
+    return value
+
+
+_SHOWN = PlainSerializer(unpack)
+_SHOWN_FIELDS = ("input", "expected", "transcript")
+
+
 class CaseResult(_Model):
     """The record of one case in ``results.jsonl``; travels from xdist workers on the report."""
 
@@ -320,17 +338,17 @@ class CaseResult(_Model):
     runner_fingerprint: str = ""
     """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
-    input: list[dict[str, Any]] | None = None
+    input: Annotated[list[dict[str, Any]] | None, _SHOWN] = None
     """The case's input as the agent received it, in shown messages (see ``transcript``); a
     case scored by log-likelihood adds ``{"role": "context", ...}`` and one ``{"role":
     "option", ...}`` per continuation. ``None`` when the case never ran."""
-    expected: dict[str, Any] | None = None
+    expected: Annotated[dict[str, Any] | None, _SHOWN] = None
     """What the suite checks the answer against, in the suite's own words (golden
     ``expected_output``/``keywords``/``thresholds``, tool-forge assertions, a When2Call
     ``label``, a GAIA ``final_answer``, an integration item's ``call_sequence``); empty values
     are left out, and a value whose JSON is long becomes that text, clipped. ``None`` when
     there is nothing to show."""
-    transcript: list[dict[str, Any]] | None = None
+    transcript: Annotated[list[dict[str, Any]] | None, _SHOWN] = None
     """The messages after the input (the whole conversation when the agent did not start from
     the input): ``{"role", "content", "tool_calls": [{"id", "name", "arguments",
     "arguments_error"}], "tool_call_id", "name"}``, unset keys left out; a ``role: "tool"``
@@ -356,16 +374,16 @@ class CaseResult(_Model):
         pydantic gives every instance its own set of the field names it was given: for a full
         dump that is all 23, a 2.2 KB hash table, more than half of the instance. A session
         holding 100,000 results shares one such set instead (it holds every name, so nothing
-        pydantic may add to it changes it; a copy gets a set of its own). The final answer,
-        which ends ``transcript`` as well as being ``response``, is held once.
+        pydantic may add to it changes it; a copy gets a set of its own). ``input``,
+        ``expected`` and ``transcript`` are held as compact JSON (:class:`Packed`, a tenth of
+        the dicts' size; equal ones once): they are only read to be written, through
+        :func:`unpack` or a dump.
         """
         result = cls.model_validate(data)
-        if result.transcript and result.response:  # one copy of the final answer, not two
-            last = result.transcript[-1]
-            if last.get("content") == result.response:
-                last["content"] = result.response
-        if result.expected:
-            result.expected = _shared(result.expected)
+        for name in _SHOWN_FIELDS:
+            value = result.__dict__[name]
+            if value is not None:
+                result.__dict__[name] = _pack(value)
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
@@ -373,21 +391,16 @@ class CaseResult(_Model):
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
 
-_SHARED: dict[str, Any] = {}
-"""Small ``expected`` values seen before, by their exact JSON (see :func:`_shared`)."""
-_SHARED_MAX = 4096
-_KEY = json.JSONEncoder()
-"""Tells ``1``, ``1.0`` and ``true`` apart, as equality and hashing do not."""
+_PACKED: dict[bytes, Packed] = {}
+"""Packed values seen before, so equal ones (the same expectations) are held once."""
+_PACKED_MAX = 4096
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def _shared(expected: dict[str, Any]) -> dict[str, Any]:
-    """``expected`` whose small container values are the first equal ones seen: the cases of a
-    file mostly expect the same metrics and thresholds, so 100,000 kept results hold one copy
-    of each (results are read, never changed, once kept)."""
-    for key, value in expected.items():
-        if isinstance(value, (list, dict)) and 0 < len(value) <= 8:
-            text = _KEY.encode(value)
-            if len(_SHARED) >= _SHARED_MAX:
-                _SHARED.clear()
-            expected[key] = _SHARED.setdefault(text, value)
-    return expected
+def _pack(value: Any) -> Packed:
+    packed = Packed(_PACK.encode(value).encode("utf-8", "surrogatepass"))
+    if len(packed) > 256:
+        return packed
+    if len(_PACKED) >= _PACKED_MAX:
+        _PACKED.clear()
+    return _PACKED.setdefault(packed, packed)

@@ -270,7 +270,7 @@ def test_results_written_before_the_fields_still_read() -> None:
 
 
 def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
-    from pytest_llmeval.models import CaseResult
+    from pytest_llmeval.models import CaseResult, Packed, unpack
 
     def row(i: int, threshold: Any) -> dict[str, Any]:
         answer = f"answer {i}"
@@ -283,12 +283,14 @@ def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
         }))  # fmt: skip
 
     first, second, other = (CaseResult.kept(row(i, t)) for i, t in ((1, 1.0), (2, 1.0), (3, 1)))
-    assert first.transcript is not None and first.transcript[0]["content"] is first.response
-    assert first.expected is not None and second.expected is not None
-    assert first.expected["metrics"] is second.expected["metrics"]
-    assert first.expected["thresholds"] is second.expected["thresholds"]
-    assert other.expected is not None and other.expected["thresholds"] == {"exact_match": 1}
-    assert json.dumps(other.expected["thresholds"]) == '{"exact_match": 1}'  # not 1.0
+    assert isinstance(first.transcript, Packed) and isinstance(first.expected, Packed)
+    assert unpack(first.transcript) == [{"role": "assistant", "content": "answer 1"}]
+    same = CaseResult.kept(row(1, 1.0))
+    assert same.expected is first.expected and same.transcript is first.transcript  # held once
+    assert unpack(other.expected)["thresholds"] == {"exact_match": 1}
+    assert json.dumps(unpack(other.expected)["thresholds"]) == '{"exact_match": 1}'  # not 1.0
+    assert json.dumps(unpack(second.expected)["thresholds"]) == '{"exact_match": 1.0}'
+    assert other.model_dump(mode="json")["expected"]["thresholds"] == {"exact_match": 1}
     assert first.model_dump() == CaseResult.model_validate(row(1, 1.0)).model_dump()
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_llmeval.clip import clip, marker
-from pytest_llmeval.models import CaseResult, ToolCallRecord
+from pytest_llmeval.models import CaseResult, ToolCallRecord, unpack
 
 DATA_ELEMENT_ID = "llmeval-data"
 """The id of the ``<script type="application/json">`` element holding the cases."""
@@ -129,11 +129,12 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
         row["cat"] = result.category
     if result.error:
         row["error"] = cut(result.error, limit)
-    if result.input:
-        row["input"] = _messages(result.input, limit)
-    if result.expected:
-        row["expected"] = _json_text(result.expected, limit)
-    transcript = result.transcript
+    shown_input, expected, transcript = (unpack(result.input), unpack(result.expected),
+                                         unpack(result.transcript))  # fmt: skip
+    if shown_input:
+        row["input"] = _messages(shown_input, limit)
+    if expected:
+        row["expected"] = _json_text(expected, limit)
     if transcript and _is_answer(transcript[-1], result.response):
         transcript = transcript[:-1]  # the page shows it as the final response, right after
     if transcript:

@@ -48,6 +48,35 @@ WEATHER_FIXTURES = [
 ]
 
 
+def answering_runner(name: str, trigger: str, answer: str) -> str:
+    """A conftest registering runner ``name``: it echoes the last message, and answers the
+    Python expression ``answer`` when the test ``trigger`` holds for that message's ``text``."""
+    return f"""
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Answering:
+    name = {name!r}
+
+    def fingerprint(self):
+        return {{"type": {name!r}}}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if {trigger}:
+            text = {answer}
+        return Completion(text=text, usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register({name!r}, lambda settings: Answering())
+"""
+
+
 def write_json(pytester: pytest.Pytester, name: str, value: Any) -> Path:
     path = pytester.path / name
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import read_jsonl, write_json
+from conftest import answering_runner, read_jsonl, write_json
 
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.manifest import read_manifest
@@ -189,30 +189,9 @@ def test_an_alias_bomb_is_refused_before_any_value_is_built(
 
 # ------------------------------------------------------------------ text that is not Unicode
 
-SURROGATE_CONFTEST = """
-from pytest_llmeval.models import Usage
-from pytest_llmeval.runners.base import Completion
-
-
-class Surrogates:
-    name = "surrogates"
-
-    def fingerprint(self):
-        return {"type": "surrogates"}
-
-    async def generate(self, request):
-        text = request.messages[-1].content or ""
-        if "surrogate" in text:
-            text = "broken \\ud800 answer"
-        return Completion(text=text, usage=Usage(total_tokens=1))
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("surrogates", lambda settings: Surrogates())
-"""
+SURROGATE_CONFTEST = answering_runner(
+    "surrogates", '"surrogate" in text', '"broken \\ud800 answer"'
+)
 
 SURROGATE_CASES = [GOOD, {"id": "odd", "input": "a surrogate please", "expected_output": "x"}]
 

@@ -18,38 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl
+from conftest import answering_runner, read_jsonl
+from test_bad_input import SURROGATE_CONFTEST
 
 GOOD_FILE = "good.golden.json"
 GOOD_CASES = [
     {"id": "good-1", "input": "same", "expected_output": "same"},
     {"id": "good-2", "input": "again", "expected_output": "again"},
 ]
-
-SURROGATE_CONFTEST = """
-from pytest_llmeval.models import Usage
-from pytest_llmeval.runners.base import Completion
-
-
-class Surrogates:
-    name = "surrogates"
-
-    def fingerprint(self):
-        return {"type": "surrogates"}
-
-    async def generate(self, request):
-        text = request.messages[-1].content or ""
-        if "surrogate" in text:
-            text = "broken \\ud800 answer"
-        return Completion(text=text, usage=Usage(total_tokens=1))
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("surrogates", lambda settings: Surrogates())
-"""
 
 
 @dataclass(frozen=True)
@@ -441,30 +417,7 @@ CORPUS: list[Bad] = [
     ),
 ]
 
-HUGE_ANSWER_CONFTEST = """
-from pytest_llmeval.models import Usage
-from pytest_llmeval.runners.base import Completion
-
-
-class Huge:
-    name = "huge"
-
-    def fingerprint(self):
-        return {"type": "huge"}
-
-    async def generate(self, request):
-        text = request.messages[-1].content or ""
-        if text == "huge":
-            text = "y" * 100_000
-        return Completion(text=text, usage=Usage(total_tokens=1))
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("huge", lambda settings: Huge())
-"""
+HUGE_ANSWER_CONFTEST = answering_runner("huge", 'text == "huge"', '"y" * 100_000')
 
 HOSTILE_ID = "x | ![img](http://evil.example/p.png) <script>alert(1)</script>\n# heading"
 

@@ -234,8 +234,10 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
     passed = [r for r in rows if r["outcome"] == "passed"]
     errors = [r for r in rows if r["outcome"] == "error"]
     assert len(passed) + len(errors) == N_CASES
-    # the backend stops a moment after its 5th answer: a few more may get through
-    assert len(passed) >= ANSWERED - 1 and answered - 1 <= len(passed) <= answered
+    # the backend stops a moment after its 5th answer: a few more may get through, and the
+    # answers on their way when it stops are lost
+    in_flight = max(workers, 1)  # each process has one case in flight (--llmeval-concurrency 1)
+    assert len(passed) >= ANSWERED - 1 and answered - in_flight <= len(passed) <= answered
     fast = [r for r in errors if "circuit breaker open" in r["error"]]
     tried = [r for r in errors if "circuit breaker open" not in r["error"]]
     # a few cases met the dead backend (each refusal tried once); all the others were never

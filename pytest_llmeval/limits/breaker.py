@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable
 
 from pytest_llmeval.errors import BackendUnreachable
+from pytest_llmeval.limits.channel import close_channel, open_channel
 
 __all__ = ["Breaker", "RemoteBreaker", "breaker_message"]
 
@@ -159,14 +160,9 @@ class RemoteBreaker(Breaker):
                 return
             try:
                 if self._sock is None:
-                    sock = socket.create_connection(self.address, timeout=10.0)
-                    sock.settimeout(None)
-                    sock.sendall(f"HELLO {self.token}\nW\n".encode("ascii"))
-                    self._sock = sock
-                    self._reader = threading.Thread(
-                        target=self._read, args=(sock,), name="llmeval-breaker", daemon=True
+                    self._sock, self._reader = open_channel(
+                        self.address, f"HELLO {self.token}\nW\n", self._read, "llmeval-breaker"
                     )
-                    self._reader.start()
                 if kind is not None:
                     line = f"{kind} {json.dumps(payload, ensure_ascii=True)}\n"
                     self._sock.sendall(line.encode("ascii"))
@@ -185,10 +181,5 @@ class RemoteBreaker(Breaker):
         with self._send_lock:
             sock, self._sock = self._sock, None
             self._broken = True
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-        if self._reader is not None:
-            self._reader.join(timeout=10)
-            self._reader = None
+        close_channel(sock, self._reader)
+        self._reader = None

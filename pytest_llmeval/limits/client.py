@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.limits.breaker import Breaker
+from pytest_llmeval.limits.channel import close_channel, open_channel
 from pytest_llmeval.limits.core import LimiterCore, Ticket
 
 __all__ = [
@@ -285,15 +286,10 @@ class RemoteLimiter(_QueueingLimiter):
             raise LimiterError(self._broken) from None
 
     def _connect(self) -> None:
-        sock = socket.create_connection(self.address, timeout=10.0)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(None)
-        sock.sendall(f"HELLO {self.token}\n".encode("ascii"))
-        self._sock = sock
-        self._reader = threading.Thread(
-            target=self._read, args=(sock,), name="llmeval-limits-client", daemon=True
-        )
-        self._reader.start()
+        self._sock, self._reader = open_channel(
+            self.address, f"HELLO {self.token}\n", self._read, "llmeval-limits-client",
+            nodelay=True,
+        )  # fmt: skip
 
     def _read(self, sock: socket.socket) -> None:
         error: BaseException | None = None
@@ -325,10 +321,5 @@ class RemoteLimiter(_QueueingLimiter):
         with self._lock:
             sock, self._sock = self._sock, None
             self._broken = self._broken or "llmeval limits: the limiter is closed"
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-        if self._reader is not None:
-            self._reader.join(timeout=10)
-            self._reader = None
+        close_channel(sock, self._reader)
+        self._reader = None

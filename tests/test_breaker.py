@@ -242,9 +242,11 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
     tried = [r for r in errors if "circuit breaker open" not in r["error"]]
     # a few cases met the dead backend (each refusal tried once); all the others were never
     # sent, and say so in one and the same line naming the backend
-    assert len(tried) <= THRESHOLD + max(workers - 1, 0)
+    # (with -n each worker also counts its own failures: the controller's word may come after
+    # a worker's own count has opened it, so at most THRESHOLD per worker meet the backend)
+    assert len(tried) <= THRESHOLD * in_flight
     assert all("connection" in r["error"] for r in tried)
-    assert len(fast) >= N_CASES - len(passed) - THRESHOLD - max(workers - 1, 0)
+    assert len(fast) >= N_CASES - len(passed) - THRESHOLD * in_flight
     [message] = {r["error"] for r in fast}
     assert message.startswith(f"backend {base_url} is unreachable: circuit breaker open after ")
     assert message.endswith("; remaining cases not sent")

@@ -22,7 +22,7 @@ from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import Redactor
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
-from pytest_llmeval.report.html import render_html
+from pytest_llmeval.report.html import html_pieces
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
 from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
@@ -112,8 +112,9 @@ class RunWriter:
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);
-        # the page gets a text pass on top, as every other file does
-        write_text(layout.html, redact.text(render_html(body, results)))
+        # the page gets a text pass on top, as every other file does, piece by piece (no piece
+        # splits a text): the page is streamed, never held whole
+        write_text(layout.html, (redact.text(piece) for piece in html_pieces(body, results)))
         return sorted([*REPORT_FILES, *(name for name, _ in file_artifacts)])
 
     def write_manifest(

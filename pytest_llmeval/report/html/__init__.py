@@ -19,6 +19,6 @@ from __future__ import annotations
 
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS
 from pytest_llmeval.report.html.latency import latency_buckets
-from pytest_llmeval.report.html.render import render_html
+from pytest_llmeval.report.html.render import html_pieces, render_html
 
-__all__ = ["DATA_ELEMENT_ID", "MAX_CHARS", "latency_buckets", "render_html"]
+__all__ = ["DATA_ELEMENT_ID", "MAX_CHARS", "html_pieces", "latency_buckets", "render_html"]

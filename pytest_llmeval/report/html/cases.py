@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_llmeval.clip import clip, marker
@@ -178,10 +178,18 @@ def _script_safe(text: str) -> str:
 
 
 def cases_json(results: Sequence[CaseResult], max_chars: int) -> str:
-    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``.
+    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``."""
+    return "".join(cases_json_pieces(results, max_chars))
 
-    Each case's row is encoded as soon as it is built, so the page's peak memory holds the
-    rows' text, not every row's dicts (a case with its transcript is a dozen of them)."""
-    rows = ",".join(_COMPACT.encode(case_row(r, max_chars)) for r in results)
+
+def cases_json_pieces(results: Iterable[CaseResult], max_chars: int) -> Iterator[str]:
+    """:func:`cases_json` in pieces: the head, then each case's row (after a comma), then the
+    end. A row is built, encoded and made safe inside ``<script>`` only when it is asked for,
+    so a page written piece by piece holds one row at a time, not the block (at 100,000 cases
+    the block is tens of MB, and a page built whole held it several times over)."""
     head = _COMPACT.encode({"version": 1, "max_chars": max_chars})
-    return _script_safe(f'{head[:-1]},"cases":[{rows}]}}')
+    yield _script_safe(f'{head[:-1]},"cases":[')
+    for i, result in enumerate(results):
+        row = _script_safe(_COMPACT.encode(case_row(result, max_chars)))
+        yield row if i == 0 else "," + row
+    yield "]}"

@@ -12,13 +12,14 @@ import base64
 import functools
 import hashlib
 import re
-from collections.abc import Sequence
+import secrets
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.html import data, gate_rows
-from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json
+from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
 from pytest_llmeval.report.html.latency import latency
 from pytest_llmeval.suites.base import base_totals
 
@@ -108,7 +109,21 @@ def render_html(
     title: str = "pytest-llmeval report",
     max_chars: int = MAX_CHARS,
 ) -> str:
-    """The whole ``report.html`` for a ``report.json`` body and its case results.
+    """The whole ``report.html`` as one text: :func:`html_pieces` joined."""
+    return "".join(html_pieces(report, results, title=title, max_chars=max_chars))
+
+
+def html_pieces(
+    report: dict[str, Any],
+    results: Sequence[CaseResult],
+    *,
+    title: str = "pytest-llmeval report",
+    max_chars: int = MAX_CHARS,
+) -> Iterator[str]:
+    """``report.html`` for a ``report.json`` body and its case results, in pieces to be
+    written one after the other: the page up to the cases' data block, each case's row, the
+    rest of the page. No piece splits a text of the report (a case's row is whole), so each
+    can be redacted on its own.
 
     Optional report keys add sections: ``gates`` (``report.json``'s ``{passed, results}``, or a
     list of ``{name, metric, op, threshold, value, passed}``; each gate's row shows its numbers
@@ -125,8 +140,9 @@ def render_html(
     suites = suites if isinstance(suites, dict) else {}
     run = data.totals(report["totals"]) if isinstance(report.get("totals"), dict) else None
     run = run or base_totals(results)
-    # the cases' JSON first: their row dicts are freed before the page is built
-    cases = Markup(cases_json(results, max_chars))  # escaped for <script> already
+    # the page is rendered around a slot for the cases' data block, which is streamed into it
+    slot = f"\x00{secrets.token_hex(16)}\x00"  # no text of the report can hold it
+    cases = Markup(slot)
     confusion = data.confusion(suites)
     levels = data.levels(suites)
     baseline = data.baseline(report.get("baseline"))
@@ -163,8 +179,14 @@ def render_html(
             cases=cases,
         )
     )
-    # Lone surrogates (possible in JSON-sourced strings) cannot be written as UTF-8. Replacing
-    # them copies the page twice (tens of MB at 100,000 cases), so only when there is one.
-    if _SURROGATE.search(page) is not None:
-        page = page.encode("utf-8", "replace").decode("utf-8")
-    return page
+    head, tail = page.split(slot)
+    for piece in (head, *cases_json_pieces(results, max_chars), tail):
+        yield _no_surrogates(piece)
+
+
+def _no_surrogates(text: str) -> str:
+    """Lone surrogates (possible in JSON-sourced strings) cannot be written as UTF-8: each
+    becomes ``?``; a text without one is returned as it is (no copy)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -10,6 +10,7 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -175,8 +176,26 @@ def session_secrets(
     for url in [*_configured_urls(settings), *(u for arg in args for u in urls_in(arg))]:
         found.update(url_secrets(url))
     found.update(named_secrets(settings.extra_body))
+    # an extra body given but overridden (an environment variable under a command-line option,
+    # a repeated option) is recorded all the same (manifest environment, invocation)
+    llmeval_env = (value for name, value in env.items()
+                   if name.startswith("PYTEST_LLMEVAL_") or name == "PYTEST_ADDOPTS")  # fmt: skip
+    for text in (*args, *llmeval_env):
+        found.update(named_secrets(_json_object(text)))
     configured = secret_values(secret_env_names(settings), env)
     return sorted({*configured, *(v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH)})
+
+
+def _json_object(text: str) -> Any:
+    """The first JSON object in an argument or variable (``--llmeval-extra-body={...}``,
+    ``{...}``, ``--llmeval-extra-body '{...}' -q``), or ``None``."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        return json.JSONDecoder().raw_decode(text[start:])[0]
+    except ValueError:
+        return None
 
 
 def _configured_urls(settings: Settings) -> Iterator[str]:

@@ -30,6 +30,9 @@ QUERY = "PLANTED-query-5n1r6t"
 CI_TOKEN = "PLANTED-cijob-9d2h7p"
 EXTRA_KEY = "PLANTED-extrakey-4b8c1v"
 EXTRA_TOKEN = "PLANTED-extratoken-6j3s0z"
+OVERRIDDEN = "PLANTED-overridden-8w5e2u"
+"""In ``PYTEST_LLMEVAL_EXTRA_BODY``, which the command line's extra body overrides: unused, but
+the manifest records the environment all the same."""
 PLANTED = {
     "api key": API_KEY,
     "url user-info": USERINFO,
@@ -37,6 +40,7 @@ PLANTED = {
     "CI job token": CI_TOKEN,
     "extra-body api_key": EXTRA_KEY,
     "extra-body x_token": EXTRA_TOKEN,
+    "overridden extra body": OVERRIDDEN,
 }
 EXTRA_BODY = {"api_key": EXTRA_KEY, "x_token": EXTRA_TOKEN, "top_k": 3}
 CASES = [
@@ -88,6 +92,7 @@ def test_no_planted_secret_reaches_any_artifact_or_the_terminal(
     monkeypatch.setenv("PLANTED_API_KEY", API_KEY)
     monkeypatch.setenv("CI_JOB_TOKEN", CI_TOKEN)
     monkeypatch.setenv("CI_COMMIT_SHA", "0123abcd")
+    monkeypatch.setenv("PYTEST_LLMEVAL_EXTRA_BODY", json.dumps({"api_key": OVERRIDDEN}))
     write_json(pytester, "qa.golden.json", CASES)
     json_report = ["--json-report", "--json-report-file", "report.json"]
     try:
@@ -166,7 +171,8 @@ def test_the_session_knows_every_planted_value(tmp_path: Path) -> None:
         api_key_env="PLANTED_API_KEY", extra_body=EXTRA_BODY,
         base_url=f"http://u:{USERINFO}@127.0.0.1:9/v1?api_key={QUERY}",
     )  # fmt: skip
-    environ = {"PLANTED_API_KEY": API_KEY, "CI_JOB_TOKEN": CI_TOKEN, "CI_JOB_ID": "12345678"}
+    environ = {"PLANTED_API_KEY": API_KEY, "CI_JOB_TOKEN": CI_TOKEN, "CI_JOB_ID": "12345678",
+               "PYTEST_LLMEVAL_EXTRA_BODY": json.dumps({"api_key": OVERRIDDEN})}  # fmt: skip
     secrets = session_secrets(settings, ["--x", "http://h/?token=PLANTED-argv-1"], environ)
     assert set(PLANTED.values()) | {"PLANTED-argv-1"} <= set(secrets)
     assert "12345678" not in secrets and "u" not in secrets

@@ -144,14 +144,20 @@ class LLMEvalState:
 
     @functools.cached_property
     def suite_markers(self) -> frozenset[str]:
-        """Markers that select a whole suite (``-m golden``), and ``llmeval`` (every case): a
-        category or a case's own mark of the same name is marked ``category_<name>``."""
-        return frozenset(["llmeval", *self.suites.names()])
+        """Marker names a case's category or own mark must not take: those that select a
+        whole suite (``-m golden``), ``llmeval`` (every case), and pytest's own, which act on
+        the item (a category ``skip`` or ``xfail`` would hide a failing case). Such a
+        category is marked ``category_<name>``."""
+        return frozenset(["llmeval", *self.suites.names(), *PYTEST_MARKERS])
 
     def category_marker(self, name: str) -> str:
         """The marker for a case's category or own mark ``name`` (already a marker name): the
         name itself, unless a suite (or ``llmeval``) owns it."""
         return f"category_{name}" if name in self.suite_markers else name
+
+
+PYTEST_MARKERS = ("filterwarnings", "parametrize", "skip", "skipif", "usefixtures", "xfail")
+"""pytest's built-in marks, which change how an item runs."""
 
 
 def secret_env_names(settings: Settings) -> list[str]:

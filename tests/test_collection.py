@@ -83,6 +83,18 @@ def test_a_category_named_like_a_suite_does_not_select_it(scripted: pytest.Pytes
     gaia.stdout.fnmatch_lines(["qa.golden.json::g", "1/* tests collected*"])
 
 
+def test_a_category_named_like_a_pytest_mark_does_not_act(scripted: pytest.Pytester) -> None:
+    """A category ``skip`` or ``xfail`` must not skip or xfail its failing case."""
+    rows = [{"id": name, "category": name, "input": "a", "expected_output": "b"}
+            for name in ("skip", "xfail", "usefixtures")]  # fmt: skip
+    write_json(scripted, "qa.golden.json", rows)
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q", "-m", "category_xfail")
+    result.assert_outcomes(failed=1, deselected=2)
+    result = scripted.runpytest("--llmeval-runner", "echo", "-q")
+    result.assert_outcomes(failed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_reportinfo_points_at_the_case_line(scripted: pytest.Pytester) -> None:
     write_json(scripted, "qa.golden.json", GOLDEN)
     items, _ = scripted.inline_genitems("--llmeval-runner", "echo")

@@ -7,6 +7,8 @@ all]``. The full length is what a reader needs to know whether the cut hid much.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["clip", "marker"]
 
 
@@ -15,9 +17,15 @@ def marker(length: int) -> str:
     return f"… [clipped: {length} characters in all]"
 
 
+_CLIPPED = re.compile(re.escape(marker(0)).replace("0", r"(\d+)") + r"\Z")
+"""A text :func:`clip` cut before ends with its marker."""
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` if it has at most ``limit`` characters, else its first ``limit`` characters
-    followed by :func:`marker`."""
+    followed by :func:`marker`. A text clipped before (it ends with a marker: an error kept
+    clipped, then clipped shorter for a summary) keeps the full length that marker gave."""
     if len(text) <= limit:
         return text
-    return text[:limit] + marker(len(text))
+    found = _CLIPPED.search(text)
+    return text[:limit] + marker(int(found.group(1)) if found else len(text))

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from pytest_llmeval.clip import clip, marker
+from pytest_llmeval.clip import clip
 from pytest_llmeval.models import CaseResult, ToolCallRecord, unpack
 
 DATA_ELEMENT_ID = "llmeval-data"
@@ -21,10 +20,6 @@ MAX_TOOL_CALLS = 100
 MAX_MESSAGES = 41
 """Messages of a case's input or transcript embedded per case: what ``results.jsonl`` keeps
 (40 and the marker of the ones left out)."""
-
-_CLIPPED = re.compile(re.escape(marker(0)).replace("0", r"(\d+)") + r"\Z")
-"""The marker :func:`pytest_llmeval.clip.clip` ends a clipped text with."""
-
 
 cut = clip
 """``text`` cut to ``limit`` characters, with a marker giving its full length."""
@@ -65,15 +60,6 @@ def _tool_call(call: ToolCallRecord, limit: int) -> dict[str, Any]:
     return row
 
 
-def _recut(text: str, limit: int) -> str:
-    """Like :func:`cut`, but a text clipped before (``results.jsonl`` keeps its transcript
-    clipped) keeps the full length its first marker gave."""
-    if len(text) <= limit:
-        return text
-    found = _CLIPPED.search(text)
-    return text[:limit] + marker(int(found.group(1)) if found else len(text))
-
-
 def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
     """A shown message of a result (``CaseResult.input``/``transcript``) for the page."""
     if "role" not in message:  # the {"omitted": N} marker of a long conversation
@@ -81,7 +67,7 @@ def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
     row: dict[str, Any] = {"role": message["role"]}
     content = message.get("content")
     if isinstance(content, str):
-        row["content"] = _recut(content, limit)
+        row["content"] = cut(content, limit)
     calls = message.get("tool_calls")
     if calls:
         row["calls"] = [_message_call(call, limit) for call in calls[:MAX_TOOL_CALLS]]
@@ -93,10 +79,10 @@ def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
 
 def _message_call(call: dict[str, Any], limit: int) -> dict[str, Any]:
     args = call.get("arguments")
-    shown = _recut(args, limit) if isinstance(args, str) else _json_text(args, limit)
+    shown = cut(args, limit) if isinstance(args, str) else _json_text(args, limit)
     row = {"name": str(call.get("name", "")), "args": shown}
     if call.get("arguments_error") is not None:
-        row["args_error"] = _recut(str(call["arguments_error"]), limit)
+        row["args_error"] = cut(str(call["arguments_error"]), limit)
     return row
 
 

@@ -205,6 +205,8 @@ def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
 
 
 def _error_name(exc: CaseFileError) -> str:
+    if exc.case_id:
+        return exc.case_id
     return f"line{exc.line}" if exc.line else "file"
 
 

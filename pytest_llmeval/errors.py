@@ -49,11 +49,20 @@ class LLMEvalError(Exception):
 class CaseFileError(LLMEvalError):
     """A case file, or one line of it, cannot be turned into a case."""
 
-    def __init__(self, path: str, line: int | None, message: str, field: str | None = None):
+    def __init__(
+        self,
+        path: str,
+        line: int | None,
+        message: str,
+        field: str | None = None,
+        case_id: str | None = None,
+    ):
         self.path = path
         self.line = line
         self.field = field
         self.message = message
+        self.case_id = case_id
+        """The broken row's id when it could still be read (its error item is named by it)."""
         super().__init__(str(self))
 
     def __str__(self) -> str:

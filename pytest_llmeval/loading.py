@@ -211,8 +211,18 @@ def _jsonl_record(raw: bytes, line: int, index: int, display: str) -> Record:
     if _SURROGATE_ESCAPE.search(text):
         bad = lone_surrogate(value)
         if bad is not None:
-            return Record(line, index, None, CaseFileError(display, line, bad[1], field=bad[0]))
+            error = CaseFileError(display, line, bad[1], field=bad[0], case_id=_row_id(value))
+            return Record(line, index, None, error)
     return Record(line, index, value, None)
+
+
+def _row_id(row: dict[str, Any]) -> str | None:
+    """A broken row's id, if it has a readable one under a key the suites use for it."""
+    for key in ("id", "uuid", "task_id"):
+        value = row.get(key)
+        if isinstance(value, str) and value and lone_surrogate(value) is None:
+            return value
+    return None
 
 
 # ---------------------------------------------------------------------------------------- JSON
@@ -472,7 +482,9 @@ class JsonDocument:
                 elif _SURROGATE_ESCAPE.search(text, i, end) and (
                     surrogate := lone_surrogate(value)
                 ):
-                    yield line, None, self._error(line, surrogate[1], field=surrogate[0])
+                    error = self._error(line, surrogate[1], field=surrogate[0])
+                    error.case_id = _row_id(value)
+                    yield line, None, error
                 else:
                     yield line, value, None
                 del value

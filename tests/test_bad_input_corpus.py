@@ -569,3 +569,18 @@ def test_results_name_the_bad_row_by_path_and_line(pytester: pytest.Pytester) ->
     rows = {r["case_id"]: r for r in read_jsonl(Path(pytester.path / "run/results.jsonl"))}
     assert rows["w"]["outcome"] == "error" and rows["w"]["line"] == 2
     assert rows["w"]["error"].startswith("c.eval.jsonl:2: input: expected a string")
+
+
+def test_a_row_with_invalid_unicode_keeps_its_id(pytester: pytest.Pytester) -> None:
+    """The row's error item is named by its id when the id itself is readable (JSONL and a
+    JSON array alike); a row whose id is the bad text is named by its line."""
+    row = '{"id": "s", "input": "a\\ud800", "expected_output": "a"}'
+    (pytester.path / "c.eval.jsonl").write_text(
+        _jsonl(row, '{"id": "\\udfff", "input": "a", "expected_output": "a"}')
+    )
+    (pytester.path / "d.golden.json").write_text(f"[{row}]")
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    result.assert_outcomes(errors=3)
+    rows = read_jsonl(pytester.path / "run/results.jsonl")
+    assert sorted(r["nodeid"] for r in rows) == ["c.eval.jsonl::line2", "c.eval.jsonl::s",
+                                                 "d.golden.json::s"]  # fmt: skip

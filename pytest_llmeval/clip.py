@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clip", "marker"]
+__all__ = ["clip", "full_length", "marker"]
 
 
 def marker(length: int) -> str:
@@ -29,3 +29,9 @@ def clip(text: str, limit: int) -> str:
         return text
     found = _CLIPPED.search(text)
     return text[:limit] + marker(int(found.group(1)) if found else len(text))
+
+
+def full_length(text: str) -> int:
+    """The length ``text`` had before :func:`clip` cut it (its own length if it was not)."""
+    found = _CLIPPED.search(text)
+    return int(found.group(1)) if found else len(text)

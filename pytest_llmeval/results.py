@@ -38,7 +38,14 @@ from pytest_llmeval.suites.base import SuiteRegistry
 if TYPE_CHECKING:
     from pytest_llmeval.collect import EvalItem
 
-__all__ = ["MAX_MESSAGES", "TEXT_LIMIT", "ResultBuilder", "agent_fingerprint", "runner_id"]
+__all__ = [
+    "MAX_MESSAGES",
+    "RESPONSE_CHARS",
+    "TEXT_LIMIT",
+    "ResultBuilder",
+    "agent_fingerprint",
+    "runner_id",
+]
 
 TEXT_LIMIT = 4000
 """Longest text a result keeps of a case's input, expectation or transcript; a longer one is
@@ -46,6 +53,9 @@ clipped with a marker giving its full length."""
 MAX_MESSAGES = 40
 """Messages a result keeps of a case's input or transcript: the first and the last halves."""
 
+RESPONSE_CHARS = 100_000
+"""Longest model answer a result keeps whole (scoring saw all of it); a longer one is clipped
+with a marker giving its full length."""
 ERROR_CHARS = 4_000
 """Most characters of a result's ``error`` message kept (clipped with the full length)."""
 TRACEBACK_CHARS = 50_000
@@ -88,9 +98,13 @@ class ResultBuilder:
 
     def shown_response(self, suite_name: str, text: str) -> str:
         """A model's answer as reports and artifacts keep it: a suite may mask what it
-        considers private (the integration suite: emails, phone numbers, keys)."""
+        considers private (the integration suite: emails, phone numbers, keys), and a long
+        one is clipped to :data:`RESPONSE_CHARS` (redacted before the cut, as :meth:`_text`)."""
         mask = self._mask(suite_name)
-        return mask(text) if mask is not None else text
+        shown = mask(text) if mask is not None else text
+        if len(shown) <= RESPONSE_CHARS:
+            return shown
+        return clip(self.redactor.text(shown), RESPONSE_CHARS)
 
     def shown_input(self, case: EvalCase) -> list[dict[str, Any]] | None:
         """The case's input as results keep it (see ``CaseResult.input``)."""

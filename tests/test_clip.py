@@ -19,3 +19,10 @@ def test_clipping_a_clipped_text_keeps_the_first_full_length() -> None:
 def test_a_marker_inside_the_text_is_not_taken_for_its_length() -> None:
     quoted = f"the answer was {clip('x' * 50, 5)} and then more text"
     assert clip(quoted, 10).endswith(marker(len(quoted)))
+
+
+def test_full_length_reads_the_marker() -> None:
+    from pytest_llmeval.clip import full_length
+
+    assert full_length("abc") == 3
+    assert full_length(clip("a" * 500, 10)) == 500

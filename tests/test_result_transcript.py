@@ -309,3 +309,21 @@ def test_an_error_row_keeps_its_input_and_expectation(pytester: pytest.Pytester)
     assert row["outcome"] == "error"
     assert row["input"] == [{"role": "user", "content": "boom"}]
     assert row["expected"]["expected_output"] == "x"
+
+
+def test_a_long_answer_is_kept_clipped_with_its_full_length(pytester: pytest.Pytester) -> None:
+    """Issue 15 #5: results.jsonl keeps a model's answer up to RESPONSE_CHARS, then the marker;
+    scoring saw the whole answer."""
+    from conftest import answering_runner
+
+    from pytest_llmeval.results import RESPONSE_CHARS
+
+    pytester.makeconftest(answering_runner("long", 'text == "long"', '"y" * 150_000 + "END"'))
+    write_json(pytester, "qa.golden.json", [
+        {"id": "long", "input": "long", "keywords": ["END"],
+         "min_scores": {"contains_keywords": 1.0}},
+    ])  # fmt: skip
+    result = pytester.runpytest("--llmeval-runner", "long", "--llmeval-run-dir", "run")
+    result.assert_outcomes(passed=1)  # the keyword at the very end was found
+    (row,) = read_jsonl(pytester.path / "run/results.jsonl")
+    assert row["response"] == "y" * RESPONSE_CHARS + marker(150_003)

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from pytest_llmeval.clip import full_length
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.redact import public_url
@@ -305,6 +306,6 @@ def _record(result: CaseResult, description: str) -> tf.CaseRecord:
         assertions_skipped=int(result.details.get("assertionsSkipped", 0)),
         error=result.error if not result.passed else None,
         tools_called=[call.name for call in result.tool_calls],
-        response_length=len(result.response),
+        response_length=full_length(result.response),  # the answer, also when kept clipped
         skipped_tokens=list(result.details.get("skippedTokens", [])),
     )

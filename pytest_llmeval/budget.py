@@ -51,6 +51,11 @@ class Budget:
         self.reason: str | None = None
         """Why the remaining cases are skipped; ``None`` while within the limits."""
 
+    @property
+    def limited(self) -> bool:
+        """Whether there is a budget to keep (without one, only the in-flight count is kept)."""
+        return self.max_tokens is not None or self.max_cost is not None
+
     def _share(self, limit: float) -> float:
         return limit / self.workers
 
@@ -89,7 +94,7 @@ class Budget:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         data = getattr(report, "llmeval", None)
-        if isinstance(data, dict):
+        if self.limited and isinstance(data, dict):  # no budget: nothing to count here
             self.add(data, getattr(report, "llmeval_runner", None))
         if report.when == "teardown":
             setattr(report, IN_FLIGHT_ATTR, self.dispatcher.in_flight)

@@ -83,9 +83,7 @@ class ResultBuilder:
             error=score.skipped or score.failure,
             scores=score.scores,
             duration_ms=round(transcript.duration_ms, 3),
-            input=self.shown_input(case),
-            expected=self.shown_expected(case),
-            transcript=self.shown_transcript(case, transcript),
+            **self.shown_case(case, transcript),
             response=self.shown_response(case.suite, transcript.response),
             tool_calls=transcript.tool_calls,
             usage=transcript.usage,
@@ -105,6 +103,14 @@ class ResultBuilder:
         if len(shown) <= RESPONSE_CHARS:
             return shown
         return clip(self.redactor.text(shown), RESPONSE_CHARS)
+
+    def shown_case(self, case: EvalCase, transcript: Transcript | None) -> dict[str, Any]:
+        """``input``, ``expected`` and (when it ran) ``transcript`` of a result."""
+        return {
+            "input": self.shown_input(case),
+            "expected": self.shown_expected(case),
+            "transcript": self.shown_transcript(case, transcript) if transcript else None,
+        }
 
     def shown_input(self, case: EvalCase) -> list[dict[str, Any]] | None:
         """The case's input as results keep it (see ``CaseResult.input``)."""
@@ -220,9 +226,7 @@ class ResultBuilder:
             outcome=outcome,
             passed=False,
             error=message,
-            input=self.shown_input(case) if case else None,
-            expected=self.shown_expected(case) if case else None,
-            transcript=self.shown_transcript(case, transcript) if case and transcript else None,
+            **(self.shown_case(case, transcript) if case else {}),
             phase=None if report.skipped else report.when,
             traceback=None if report.skipped else _traceback(excinfo),
             events=transcript.events if transcript else [],

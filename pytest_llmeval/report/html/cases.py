@@ -21,19 +21,16 @@ MAX_MESSAGES = 41
 """Messages of a case's input or transcript embedded per case: what ``results.jsonl`` keeps
 (40 and the marker of the ones left out)."""
 
-cut = clip
-"""``text`` cut to ``limit`` characters, with a marker giving its full length."""
-
 
 def _json_text(value: Any, limit: int) -> str:
     """A value as compact JSON text (a string stays as it is), cut to ``limit``."""
     if isinstance(value, str):
-        return cut(value, limit)
+        return clip(value, limit)
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     except TypeError:  # keys of mixed types cannot be sorted
         text = json.dumps(value, ensure_ascii=False, default=str)
-    return cut(text, limit)
+    return clip(text, limit)
 
 
 def _ms_value(value: float) -> float:
@@ -56,7 +53,7 @@ def _tool_call(call: ToolCallRecord, limit: int) -> dict[str, Any]:
     if call.result is not None:
         row["result"] = _json_text(call.result, limit)
     if call.arguments_error is not None:
-        row["args_error"] = cut(call.arguments_error, limit)
+        row["args_error"] = clip(call.arguments_error, limit)
     return row
 
 
@@ -67,22 +64,22 @@ def _message(message: dict[str, Any], limit: int) -> dict[str, Any]:
     row: dict[str, Any] = {"role": message["role"]}
     content = message.get("content")
     if isinstance(content, str):
-        row["content"] = cut(content, limit)
+        row["content"] = clip(content, limit)
     calls = message.get("tool_calls")
     if calls:
         row["calls"] = [_message_call(call, limit) for call in calls[:MAX_TOOL_CALLS]]
     for key, short in (("name", "name"), ("tool_call_id", "call_id")):
         if message.get(key):
-            row[short] = cut(str(message[key]), limit)
+            row[short] = clip(str(message[key]), limit)
     return row
 
 
 def _message_call(call: dict[str, Any], limit: int) -> dict[str, Any]:
     args = call.get("arguments")
-    shown = cut(args, limit) if isinstance(args, str) else _json_text(args, limit)
+    shown = clip(args, limit) if isinstance(args, str) else _json_text(args, limit)
     row = {"name": str(call.get("name", "")), "args": shown}
     if call.get("arguments_error") is not None:
-        row["args_error"] = cut(str(call["arguments_error"]), limit)
+        row["args_error"] = clip(str(call["arguments_error"]), limit)
     return row
 
 
@@ -114,7 +111,7 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     if result.category is not None:
         row["cat"] = result.category
     if result.error:
-        row["error"] = cut(result.error, limit)
+        row["error"] = clip(result.error, limit)
     shown_input, expected, transcript = (unpack(result.input), unpack(result.expected),
                                          unpack(result.transcript))  # fmt: skip
     if shown_input:
@@ -126,7 +123,7 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
     if transcript:
         row["transcript"] = _messages(transcript, limit)
     if result.response:
-        row["response"] = cut(result.response, limit)
+        row["response"] = clip(result.response, limit)
     if result.tool_calls:
         calls = [_tool_call(c, limit) for c in result.tool_calls[:MAX_TOOL_CALLS]]
         row["tools"] = calls

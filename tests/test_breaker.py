@@ -128,10 +128,13 @@ def test_once_open_nothing_is_sent_and_an_answer_resets_the_count() -> None:
 
 
 def _until(test: Any) -> None:
-    deadline = time.monotonic() + 10
-    while not test():
-        assert time.monotonic() < deadline, "the breaker never heard"
+    """Wait for ``test()`` to hold: the server's word arrives on another thread. (Not a timing
+    check: the bound only keeps a broken route from hanging the suite.)"""
+    for _ in range(1000):
+        if test():
+            return
         time.sleep(0.01)
+    pytest.fail("the breaker never heard")
 
 
 def test_workers_share_the_breaker_through_the_limit_server() -> None:
@@ -242,11 +245,16 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
     tried = [r for r in errors if "circuit breaker open" not in r["error"]]
     # a few cases met the dead backend (each refusal tried once); all the others were never
     # sent, and say so in one and the same line naming the backend
-    # (with -n each worker also counts its own failures: the controller's word may come after
-    # a worker's own count has opened it, so at most THRESHOLD per worker meet the backend)
-    assert len(tried) <= THRESHOLD * in_flight
+    # In one process the breaker opens on the THRESHOLD-th failure: THRESHOLD cases meet the
+    # dead backend (one fewer when the answer lost in flight is retried into a refusal and
+    # that case counts two failures). With -n each worker also counts its own failures (the
+    # controller's word may come after a worker's own count opened it): at least one case,
+    # at most THRESHOLD per worker.
+    if workers:
+        assert 1 <= len(tried) <= THRESHOLD * workers
+    else:
+        assert THRESHOLD - 1 <= len(tried) <= THRESHOLD
     assert all("connection" in r["error"] for r in tried)
-    assert len(fast) >= N_CASES - len(passed) - THRESHOLD * in_flight
     [message] = {r["error"] for r in fast}
     assert message.startswith(f"backend {base_url} is unreachable: circuit breaker open after ")
     assert message.endswith("; remaining cases not sent")

@@ -10,7 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import write_json
+from conftest import read_jsonl, write_json
 
 CASES = [
     {"id": "a", "category": "x", "input": "hello", "expected_output": "hello"},
@@ -20,9 +20,11 @@ CASES = [
 
 SLEEPY_AGENT = """
 import asyncio
+import json
 import pytest
 
 SLEEP = {"fast": 0.05, "slow1": 0.3, "slow2": 0.3, "slow3": 0.3}
+REPORTED = []
 
 class Sleepy:
     async def run(self, case, broker):
@@ -35,6 +37,14 @@ class Sleepy:
 @pytest.fixture(scope="session")
 def llmeval_agent():
     return Sleepy()
+
+def pytest_runtest_logreport(report):
+    if report.when in ("setup", "call"):
+        REPORTED.append([report.nodeid, report.when, report.duration])
+
+def pytest_sessionfinish(session):
+    with open("durations.json", "w") as handle:
+        json.dump(REPORTED, handle)
 """
 
 
@@ -55,15 +65,28 @@ def test_each_case_gets_its_own_time_under_run_ahead(pytester: pytest.Pytester) 
         {"id": name, "input": name, "expected_output": name} for name in names
     ])  # fmt: skip
     result = pytester.runpytest(
-        "-p", "no:randomly", "--llmeval-concurrency", "8", "--junitxml", "junit.xml"
-    )
+        "-p", "no:randomly", "--llmeval-concurrency", "8", "--junitxml", "junit.xml",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
     result.assert_outcomes(passed=4)
-    times = {name: float(str(case.get("time"))) for name, case in _junit(pytester).items()}
-    # all four run at once: waiting in order, "fast" would take ~0.05 s, "slow1" the rest of
-    # its 0.3 s and the others nothing; each is its own duration instead
-    assert all(times[name] >= 0.25 for name in ("slow1", "slow2", "slow3")), times
-    assert times["fast"] < min(times["slow1"], times["slow2"], times["slow3"]), times
-    assert times["fast"] < times["slow1"] + times["slow2"] + times["slow3"]
+    # the durations pytest reported (and junit, --durations and the terminal add up): all four
+    # ran at once, so waiting in order "fast" would wait for its own work, "slow1" for the
+    # rest of its and the others for nothing; instead the setup wait counts 0 and each call is
+    # exactly the case's own duration, the one results.jsonl records
+    reported = json.loads((pytester.path / "durations.json").read_text())
+    own = {
+        row["nodeid"]: row["duration_ms"] / 1000
+        for row in read_jsonl(pytester.path / "run/results.jsonl")
+    }
+    assert sorted(own) == [f"qa.golden.json::{name}" for name in names]
+    setups = {nodeid: duration for nodeid, when, duration in reported if when == "setup"}
+    calls = {nodeid: duration for nodeid, when, duration in reported if when == "call"}
+    assert setups == dict.fromkeys(own, 0.0)
+    assert calls.keys() == own.keys()
+    for nodeid, duration in calls.items():  # results.jsonl keeps milliseconds to 3 decimals
+        assert duration == pytest.approx(own[nodeid], abs=5e-7), nodeid
+    junit = {f"qa.golden.json::{n}": float(str(c.get("time"))) for n, c in _junit(pytester).items()}
+    assert junit.keys() == own.keys()
 
 
 def test_under_exit_on_gates_the_gates_decide_junit(pytester: pytest.Pytester) -> None:

@@ -7,7 +7,9 @@ it copies the example project (``evals/`` and ``fixtures/``, with the ini keys `
 reads from the repo's ``pyproject.toml``) into a tmp dir, runs it in each mode through a real
 ``pytest`` or ``python -m pytest_llmeval`` subprocess (the default ``replay`` runner, offline),
 and compares each mode's outputs with ``tests/data/rundir_golden/<mode>/``, written by the code
-before the re-layering:
+before the re-layering (6d8c2f2) and regenerated since only where an issue added fields on
+purpose (issue 15: each case's ``input``, ``expected``, ``transcript`` and ``xfailed``, each gate's
+``status``, the baseline's case lists; ``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):
 
 * ``results.jsonl`` byte for byte, after normalising (below);
 * ``report.json`` as parsed JSON, after normalising;
@@ -150,8 +152,9 @@ class Runs:
         shutil.copytree(self["plain"], run_dir)
         for name in ("report.json", "results.jsonl", "summary.md", "report.html"):
             (run_dir / name).unlink()
-        # summarize exits 0 today whatever the gates say; a verdict of 1 would be fair too
-        self.run("summarize", "summarize", module="pytest_llmeval", codes=(0, 1))
+        # summarize rebuilds reports: its status says it could (0), not the verdict, which its
+        # output and report.json carry (a gate fails here; merge exits 1 for it)
+        self.run("summarize", "summarize", module="pytest_llmeval", codes=(0,))
         return run_dir
 
     def resume(self) -> Path:

@@ -252,6 +252,50 @@ def test_a_manifest_threshold_that_is_not_finite_is_refused(pytester: pytest.Pyt
     assert [r["outcome"] for r in read_jsonl(pytester.path / "run" / "results.jsonl")] == ["error"]
 
 
+LATENCY_CONFTEST = """
+import pytest
+
+class Timed:
+    # reports its own latency: the case's input says which (a number, "nan", "inf")
+    def run(self, case, broker):
+        word = case.user_message
+        calls = [{"name": "t", "durationMs": float("nan")}] if word == "tool-nan" else []
+        duration = float(word) if word in ("nan", "inf", "-inf") else 5.0
+        return {"response": word, "toolCalls": calls, "durationMs": duration}
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Timed()
+"""
+
+
+def test_an_agent_reporting_a_latency_that_is_not_finite_is_the_cases_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """An agent's own ``durationMs`` (or a tool call's) reaches tool-forge's ``maxLatencyMs``
+    and every report: NaN or an infinity passed and was written as ``NaN``/``Infinity``,
+    which is not JSON. It is now the agent's error, naming the field."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(LATENCY_CONFTEST)
+    words = ("ok", "nan", "inf", "-inf", "tool-nan")
+    write_json(pytester, "t.golden.json", [{"id": w, "input": w, "expected_output": w}
+                                           for w in words])  # fmt: skip
+    result = pytester.runpytest("--llmeval-run-dir", "run", *GATES)
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=4, failed=2)
+    out = result.stdout.str()
+    assert "agent error: the agent reported durationMs = nan; expected a finite number" in out
+    assert "agent error: the agent reported toolCalls/0/durationMs = nan" in out
+    run = pytester.path / "run"
+    text = (run / "results.jsonl").read_text(encoding="utf-8")
+    assert "NaN" not in text and "Infinity" not in text
+    assert {k: r["outcome"] for k, r in _rows(run).items()} == {
+        "ok": "passed", "nan": "error", "inf": "error", "-inf": "error", "tool-nan": "error",
+    }  # fmt: skip
+    assert _rows(run)["ok"]["duration_ms"] == 5.0
+    assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}
+
+
 # -- repeats count their errors -------------------------------------------------------------
 
 ECHO_CONFTEST = """
@@ -320,6 +364,28 @@ def test_replaying_more_repeats_than_were_recorded_is_an_error(repeated: pytest.
     assert {e["phase"] for e in errors.values()} == {"call"}
     body = _report(run)["suites"]["golden"]
     assert (body["passed"], body["failed"], body["errors"], body["total"]) == (0, 0, 3, 3)
+    assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}
+
+
+def test_an_errored_repeat_is_an_error_under_xdist_too(repeated: pytest.Pytester) -> None:
+    """The error crosses from the worker with its record: the same outcomes, status and
+    counts with ``-n 2`` as in one process."""
+    pytest.importorskip("xdist")
+    write_json(repeated, "r.golden.json", [{"id": w, "input": w, "min_scores": {"odd": 0.5}}
+                                           for w in ("ok", "down", "nan")])  # fmt: skip
+    result = repeated.runpytest(
+        "--llmeval-runner", "flaky", "--llmeval-repeats", "3", "-n", "2",
+        "--llmeval-run-dir", "run", *GATES,
+    )  # fmt: skip
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=2, failed=2)
+    run = repeated.path / "run"
+    rows = _rows(run)
+    assert {k: r["outcome"] for k, r in rows.items()} == {
+        "ok": "passed", "down": "error", "nan": "error",
+    }  # fmt: skip
+    assert rows["down"]["repeats"]["outcomes"] == ["passed", "error", "passed"]
+    assert sorted(_errors(run)) == ["down", "nan"]
     assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}
 
 

@@ -310,7 +310,8 @@ class EvalItem(pytest.Function):
             self.eval_file.fixture_values = _FixtureValues.of(self)
         self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
-            raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+            kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind
+            raise RunnerError(_fault_message(self.transcript), kind=kind)
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
@@ -436,6 +437,16 @@ class _FixtureValues:
         return fixture_info(item) is self.fixtureinfo and all(
             d.cached_result is result for d, result in self.results
         )
+
+
+def _fault_message(transcript: Transcript) -> str:
+    """The message of a case whose transcript is a fault: under repeats every run errored
+    (a case with a run that did not is scored), and the message says so."""
+    assert transcript.error is not None
+    runs = len(transcript.repeats)
+    if runs > 1:
+        return f"{runs} of {runs} repeats errored; repeat 1: {transcript.error}"
+    return transcript.error
 
 
 def _invalid_unicode(transcript: Transcript) -> str | None:

@@ -299,6 +299,8 @@ def test_an_agent_reporting_a_latency_that_is_not_finite_is_the_cases_error(
 # -- repeats count their errors -------------------------------------------------------------
 
 ECHO_CONFTEST = """
+import os
+
 from pytest_llmeval.context import repeat_index
 from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.runners.base import Completion
@@ -311,7 +313,10 @@ class Flaky:
         pass
     async def generate(self, request):
         word = request.messages[-1].content
-        if word == "down" and repeat_index() == 1:
+        down = os.environ.get("LLMEVAL_TEST_UP") is None  # "down" fails unless told it is up
+        if word == "dead":
+            raise RunnerError("backend dead: connection refused", kind="connection")
+        if word == "down" and repeat_index() == 1 and down:
             raise RunnerError("backend down: connection refused", kind="connection")
         if word == "nan":  # a score that is not finite in its third run only
             return Completion(text="nan" if repeat_index() == 2 else "fine")
@@ -393,10 +398,11 @@ def test_one_errored_or_unjudgeable_repeat_makes_the_case_an_error(
     pytester: pytest.Pytester,
 ) -> None:
     """A backend fault in one run of three, or a NaN score in one: each case is an error
-    under every repeat rule (``any`` would have passed it), the other runs listed."""
+    under every repeat rule (``any`` would have passed it), the other runs listed. A case
+    whose every run errored says how many did and lists them too."""
     pytester.makeini("[pytest]\n")
     pytester.makeconftest(ECHO_CONFTEST + NAN_SCORER_CONFTEST)
-    words = ("ok", "down", "nan")
+    words = ("ok", "down", "nan", "dead")
     write_json(pytester, "r.golden.json", [{"id": w, "input": w, "min_scores": {"odd": 0.5}}
                                            for w in words])  # fmt: skip
     result = pytester.runpytest(
@@ -404,19 +410,22 @@ def test_one_errored_or_unjudgeable_repeat_makes_the_case_an_error(
         "--llmeval-run-dir", "run", *GATES,
     )  # fmt: skip
     assert result.ret == 1
-    result.assert_outcomes(passed=1, errors=2, failed=2)
+    result.assert_outcomes(passed=1, errors=3, failed=2)
     out = result.stdout.str()
     assert "connection error: 1 of 3 repeats errored; repeat 2: backend down" in out
     assert "score error: 1 of 3 repeats errored; repeat 3: the golden suite gave a score" in out
+    assert "connection error: 3 of 3 repeats errored; repeat 1: backend dead" in out
     run = pytester.path / "run"
     rows = _rows(run)
     assert {k: r["outcome"] for k, r in rows.items()} == {
-        "ok": "passed", "down": "error", "nan": "error",
+        "ok": "passed", "down": "error", "nan": "error", "dead": "error",
     }  # fmt: skip
     assert rows["down"]["repeats"]["outcomes"] == ["passed", "error", "passed"]
     assert rows["nan"]["repeats"]["outcomes"] == ["passed", "passed", "error"]
     assert rows["nan"]["scores"] == {"odd": 1.0}  # the judged runs' mean, never NaN
-    assert sorted(_errors(run)) == ["down", "nan"]
+    assert rows["dead"]["repeats"]["outcomes"] == ["error"] * 3
+    assert (rows["dead"]["repeats"]["n"], rows["dead"]["repeats"]["errors"]) == (3, 3)
+    assert sorted(_errors(run)) == ["dead", "down", "nan"]
     assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}
 
 
@@ -484,3 +493,30 @@ def test_a_judge_that_times_out_is_audited(pytester: pytest.Pytester) -> None:
     with OpenAIServer(lambda body: slow) as server:
         result = _judge_run(pytester, server.base_url, "--llmeval-timeout", "0.5")
     _assert_judge_failed(pytester, result, "the judge timed out after 0.5s")
+
+
+def test_a_case_that_errors_under_repeats_is_a_baseline_regression(
+    repeated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under repeats a baseline compares Wilson intervals; an errored case is compared by its
+    outcome, as without repeats: 3/3 passed, then 2 passed and 1 errored, is pass->fail (the
+    intervals overlap, so it said no regression)."""
+    write_json(repeated, "r.golden.json", [{"id": w, "input": w, "min_scores": {"odd": 0.5}}
+                                           for w in ("ok", "down")])  # fmt: skip
+    monkeypatch.setenv("LLMEVAL_TEST_UP", "1")
+    base = repeated.runpytest(
+        "--llmeval-runner", "flaky", "--llmeval-repeats", "3", "--llmeval-run-dir", "base",
+        "--llmeval-update-baseline", "baseline.json",
+    )  # fmt: skip
+    base.assert_outcomes(passed=2)
+    monkeypatch.delenv("LLMEVAL_TEST_UP")
+    result = repeated.runpytest(
+        "--llmeval-runner", "flaky", "--llmeval-repeats", "3", "--llmeval-run-dir", "run",
+        "--llmeval-baseline", "baseline.json",
+    )  # fmt: skip
+    assert result.ret == 1
+    run = repeated.path / "run"
+    assert _rows(run)["down"]["repeats"]["outcomes"] == ["passed", "error", "passed"]
+    diff = _report(run)["baseline"]
+    assert diff["flips"]["pass->fail"] == ["r.golden.json::down"]
+    assert "baseline: no regressions" not in result.stdout.str()

@@ -276,12 +276,14 @@ class Dispatcher:
     async def _judged(self, case: EvalCase, transcript: Transcript) -> Transcript:
         """``transcript`` with the judge's verdict on it (a judge error is raised)."""
         assert case.judge is not None
+        from pytest_llmeval.judging import JudgeError, audit
+
         if self.judge is None:
-            raise RunnerError(
-                "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME",
-                kind="judge",
+            problem = (
+                "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME"
             )
-        from pytest_llmeval.judging import JudgeError
+            audit("judge_error", [], problem)
+            raise RunnerError(problem, kind="judge")
 
         try:
             judgement = await self.judge.judge(case.judge, transcript)

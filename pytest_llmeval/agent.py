@@ -25,7 +25,6 @@ from typing import Any, Literal, Protocol
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import emit
 from pytest_llmeval.errors import RunnerError
-from pytest_llmeval.finite import first_non_finite
 from pytest_llmeval.models import (
     EvalCase,
     LoglikRequest,
@@ -216,17 +215,15 @@ def to_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
     """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string;
     a reported duration that is not a finite number is the agent's error."""
     transcript = _as_transcript(result, case, wall_ms)
-    found = first_non_finite(
-        {
-            "durationMs": transcript.duration_ms,
-            "toolCalls": [{"durationMs": call.duration_ms} for call in transcript.tool_calls],
-        }
-    )
-    if found is not None:  # a latency budget is no check against NaN; reports cannot hold it
-        raise RunnerError(
-            f"the agent reported {found[0]} = {found[1]!r}; expected a finite number of ms",
-            kind="agent",
-        )
+    timings = [("durationMs", transcript.duration_ms)]
+    timings += [(f"toolCalls/{k}/durationMs", c.duration_ms)
+                for k, c in enumerate(transcript.tool_calls)]  # fmt: skip
+    for where, value in timings:
+        if not math.isfinite(value):  # a latency budget is no check against NaN
+            raise RunnerError(
+                f"the agent reported {where} = {value!r}; expected a finite number of ms",
+                kind="agent",
+            )
     return transcript
 
 

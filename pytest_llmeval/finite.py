@@ -36,10 +36,10 @@ def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
 def non_finite_scores(scores: Mapping[str, float], source: str) -> str | None:
     """Why ``scores`` (a case's named scores, as ``source`` gave them) cannot be judged, or
     ``None`` when every score is a finite number."""
+    if all(isinstance(value, (int, float)) and math.isfinite(value) for value in scores.values()):
+        return None
     bad = [f"{name} = {value!r}" for name, value in sorted(scores.items())
            if not (isinstance(value, (int, float)) and math.isfinite(value))]  # fmt: skip
-    if not bad:
-        return None
     return (
         f"{source} gave a score that is not a finite number ({', '.join(bad)}): "
         "the case cannot be judged against its thresholds"

@@ -212,7 +212,22 @@ async def run_agent(agent: Any, case: EvalCase, broker: ToolBroker) -> Transcrip
 
 
 def to_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
-    """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string."""
+    """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string;
+    a reported duration that is not a finite number is the agent's error."""
+    transcript = _as_transcript(result, case, wall_ms)
+    timings = [("durationMs", transcript.duration_ms)]
+    timings += [(f"toolCalls/{k}/durationMs", c.duration_ms)
+                for k, c in enumerate(transcript.tool_calls)]  # fmt: skip
+    for where, value in timings:
+        if not math.isfinite(value):  # a latency budget is no check against NaN
+            raise RunnerError(
+                f"the agent reported {where} = {value!r}; expected a finite number of ms",
+                kind="agent",
+            )
+    return transcript
+
+
+def _as_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
     if isinstance(result, Transcript):
         if not result.duration_ms:
             return result.model_copy(update={"duration_ms": wall_ms})

@@ -23,9 +23,10 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.finite import non_finite_scores
 from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
-from pytest_llmeval.models import CaseResult, EvalCase, Transcript
+from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
 from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase, Suite
 
@@ -309,7 +310,8 @@ class EvalItem(pytest.Function):
             self.eval_file.fixture_values = _FixtureValues.of(self)
         self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
-            raise RunnerError(self.transcript.error, kind=self.transcript.error_kind or "agent")  # type: ignore[arg-type]
+            kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind
+            raise RunnerError(_fault_message(self.transcript), kind=kind)
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
@@ -338,15 +340,23 @@ class EvalItem(pytest.Function):
         assert self.case is not None and self.transcript is not None
         suite = self.state.suites.get(self.case.suite)
         assert suite is not None
+        case, context = self.case, self.state.context
+
+        def judged(transcript: Transcript) -> CaseScore:
+            """The suite's score of one run, its scores finite (else a ``score`` error)."""
+            one = suite.score(case, transcript, context)
+            problem = non_finite_scores(one.scores, f"the {suite.name} suite")
+            if problem is not None:
+                raise RunnerError(problem, kind="score")
+            return one
+
         if self.transcript.repeats:
-            score = score_repeats(
-                lambda t: suite.score(self.case, t, self.state.context),  # type: ignore[arg-type]
-                self.transcript.repeats,
-                self.state.settings.repeat_rule,
-            )
+            score = score_repeats(judged, self.transcript.repeats, self.state.settings.repeat_rule)
         else:
-            score = suite.score(self.case, self.transcript, self.state.context)
+            score = judged(self.transcript)
         self.result = self.state.results.from_score(self, score)
+        if score.error is not None:  # a repeat errored: the case is an error, its record kept
+            raise RunnerError(score.error, kind=score.error_kind or "agent")  # type: ignore[arg-type]
         if score.skipped:
             _skip(score.skipped)
         if not score.passed:
@@ -427,6 +437,16 @@ class _FixtureValues:
         return fixture_info(item) is self.fixtureinfo and all(
             d.cached_result is result for d, result in self.results
         )
+
+
+def _fault_message(transcript: Transcript) -> str:
+    """The message of a case whose transcript is a fault: under repeats every run errored
+    (a case with a run that did not is scored), and the message says so."""
+    assert transcript.error is not None
+    runs = len(transcript.repeats)
+    if runs > 1:
+        return f"{runs} of {runs} repeats errored; repeat 1: {transcript.error}"
+    return transcript.error
 
 
 def _invalid_unicode(transcript: Transcript) -> str | None:

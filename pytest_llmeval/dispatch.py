@@ -218,7 +218,7 @@ class Dispatcher:
                     if case.similarity_reference is not None and transcript.error is None:
                         transcript = await within(self._measured(case, transcript), self.timeout_s)
                     if case.judge is not None and transcript.error is None:
-                        transcript = await within(self._judged(case, transcript), self.timeout_s)
+                        transcript = await self._judged_within(case, transcript)
                 except asyncio.TimeoutError:
                     transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
                 except RunnerError as exc:
@@ -262,15 +262,28 @@ class Dispatcher:
         if embedder is not None:
             await embedder.aclose()
 
+    async def _judged_within(self, case: EvalCase, transcript: Transcript) -> Transcript:
+        """:meth:`_judged` within the case timeout; a judge that runs out of it is audited."""
+        try:
+            return await within(self._judged(case, transcript), self.timeout_s)
+        except asyncio.TimeoutError:
+            from pytest_llmeval.judging import audit
+
+            problem = f"the judge timed out after {self.timeout_s:g}s"
+            audit("judge_error", [], problem)
+            raise RunnerError(f"judge: {problem}", kind="timeout") from None
+
     async def _judged(self, case: EvalCase, transcript: Transcript) -> Transcript:
         """``transcript`` with the judge's verdict on it (a judge error is raised)."""
         assert case.judge is not None
+        from pytest_llmeval.judging import JudgeError, audit
+
         if self.judge is None:
-            raise RunnerError(
-                "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME",
-                kind="judge",
+            problem = (
+                "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME"
             )
-        from pytest_llmeval.judging import JudgeError
+            audit("judge_error", [], problem)
+            raise RunnerError(problem, kind="judge")
 
         try:
             judgement = await self.judge.judge(case.judge, transcript)

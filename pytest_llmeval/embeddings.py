@@ -29,6 +29,7 @@ import httpx
 
 from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.fingerprint import fingerprint, sha256_hex
+from pytest_llmeval.finite import first_non_finite
 from pytest_llmeval.runners.replay import write_atomic
 
 INSTALL_HINT = (
@@ -134,6 +135,12 @@ class EndpointEmbedder:
             raise RunnerError(f"embeddings: {url}: not an embeddings answer ({exc})") from None
         if len(vectors) != len(texts):
             raise RunnerError(f"embeddings: {url}: {len(vectors)} vectors for {len(texts)} texts")
+        found = first_non_finite(vectors)
+        if found is not None:
+            raise RunnerError(
+                f"embeddings: {url}: the vectors hold {found[1]!r} (vector/index {found[0]}), "
+                "not a finite number"
+            )
         return vectors
 
     async def aclose(self) -> None:
@@ -169,6 +176,8 @@ class CachedEmbedder:
             vector = [float(x) for x in json.loads(path.read_text(encoding="utf-8"))]
         except (OSError, ValueError, TypeError):
             return None
+        if first_non_finite(vector) is not None:
+            return None  # a damaged entry: embedded again
         self._memory[key] = vector
         return vector
 
@@ -192,7 +201,14 @@ class CachedEmbedder:
 
     async def similarity(self, a: str, b: str) -> float:
         left, right = await self.embed([a, b])
-        return cosine(left, right)
+        value = cosine(left, right)
+        if not math.isfinite(value):  # NaN would pass every threshold
+            raise RunnerError(
+                f"semantic_similarity: the embedder ({self.inner.fingerprint().get('type')}) "
+                f"gave a similarity of {value!r}, not a finite number",
+                kind="score",
+            )
+        return value
 
     async def aclose(self) -> None:
         await self.inner.aclose()

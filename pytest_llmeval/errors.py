@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 RunnerErrorKind = Literal[
-    "timeout", "http", "protocol", "auth", "connection", "cassette", "agent", "judge"
+    "timeout", "http", "protocol", "auth", "connection", "cassette", "agent", "judge", "score"
 ]
+"""What failed; ``score``: a case's score was not a finite number (NaN, an infinity)."""
 
 
 class LLMEvalError(Exception):

@@ -16,7 +16,8 @@ The ladder, for every judged answer:
 A reply cut off by the token limit (``finish_reason == "length"``) is an error at once; a
 judge that cannot be reached is an error, never a verdict. Every repair, fallback and error is
 an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the replies, the
-problem.
+problem. That includes a judge whose backend is down, refuses or times out (``judge_error``,
+the problem naming the error), whatever the verdict's stage.
 """
 
 from __future__ import annotations
@@ -69,9 +70,7 @@ class Judge:
         replies: list[str] = []
         problems: list[str] = []
         for attempt in range(2):
-            completion = await self.runner.generate(
-                GenerateRequest(messages=messages, params=params)
-            )
+            completion = await self._ask(GenerateRequest(messages=messages, params=params), replies)
             usage = usage + completion.usage
             reply = completion.text or _tool_arguments(completion)
             replies.append(reply)
@@ -83,7 +82,7 @@ class Judge:
             if problem is None:
                 assert isinstance(value, dict)
                 if attempt:
-                    _audit("repair", replies, problems[0])
+                    audit("repair", replies, problems[0])
                 return Judgement(
                     verdict=value,
                     stage="repaired" if attempt else "ok",
@@ -98,18 +97,33 @@ class Judge:
             ]
         problem = problems[-1]
         if task.fallback is not None:
-            _audit("fallback", replies, problem)
+            audit("fallback", replies, problem)
             return Judgement(
                 verdict=dict(task.fallback),
                 stage="fallback",
                 usage=usage,
                 fingerprint=self._fingerprint,
             )
-        _audit("judge_error", replies, problem)
+        audit("judge_error", replies, problem)
         raise JudgeError(f"{problem} (after {len(replies)} judge replies; see audit.jsonl)")
 
+    async def _ask(self, request: GenerateRequest, replies: list[str]) -> Any:
+        """The judge runner's completion of ``request``. A runner that fails (a backend down,
+        refusing or timing out after its retries, or a bug) is audited, then raised: a
+        :class:`RunnerError` as it is, anything else as a :class:`JudgeError`."""
+        try:
+            return await self.runner.generate(request)
+        except RunnerError as exc:
+            audit("judge_error", replies, f"the judge's backend failed: {exc.kind} error: {exc}")
+            raise
+        except Exception as exc:
+            problem = f"the judge's runner raised {type(exc).__name__}: {exc}"
+            audit("judge_error", replies, problem)
+            raise JudgeError(problem) from exc
 
-def _audit(stage: str, replies: list[str], problem: str) -> None:
+
+def audit(stage: str, replies: list[str], problem: str) -> None:
+    """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream."""
     emit("audit", stage=stage, replies=[r[:AUDIT_REPLY_CHARS] for r in replies], problem=problem)
 
 

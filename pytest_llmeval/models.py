@@ -294,6 +294,11 @@ class CaseScore(_Model):
     """Why the case was not judged at all (it then counts as skipped)."""
     repeats: dict[str, Any] | None = None
     """With repeats: :func:`pytest_llmeval.repeats.summary` of the runs."""
+    error: str | None = None
+    """Why the case is an error although it was scored (one of its repeats errored); the
+    other fields are kept for its record (the runs that were judged, their scores)."""
+    error_kind: str | None = None
+    """The error's kind, as :attr:`Transcript.error_kind` (``cassette``, ``score``, ...)."""
 
 
 class Packed(bytes):

@@ -211,3 +211,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.state.results.attach(item, call, report)
         case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
     return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    return case_reports.teststatus(report)

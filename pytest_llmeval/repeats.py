@@ -4,8 +4,9 @@ statistics that say how sure that verdict is (pure functions).
 * :func:`wilson` is the Wilson score interval (95%) of ``c`` passes out of ``n``;
 * a **repeat rule** (``--llmeval-repeat-rule``) decides a case from its outcomes:
   ``all``, ``any``, ``majority`` (more than half passed; the default), ``rate>=X`` (the share
-  passed), ``lower>=X`` (the Wilson lower bound); infrastructure errors are left out of the
-  rates and counted, and a case whose every repeat errored is an error;
+  passed), ``lower>=X`` (the Wilson lower bound), over the runs that were judged; a run that
+  errored (an infrastructure fault, or a score that could not be judged) makes the case an
+  error, whatever the others gave: its record still lists every run's outcome;
 * :func:`pass_at_k` and :func:`pass_hat_k` are the unbiased estimators over cases with ``n``
   judged repeats and ``c`` passes: pass@k = mean of ``1 - C(n-c, k) / C(n, k)`` (at least one
   of k draws passes), pass^k = mean of ``C(c, k) / C(n, k)`` (all k pass).
@@ -18,6 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.models import CaseScore, Transcript
 
 Z95 = 1.959963984540054
@@ -85,25 +87,37 @@ def score_repeats(
     score: Callable[[Transcript], CaseScore], runs: Sequence[Transcript], rule_text: str
 ) -> CaseScore:
     """One verdict from a case's runs: each run that did not fail is scored, the rule decides
-    (errors are left out and counted), scores are averaged over the judged runs, and the first
-    judged run's details are kept with every run's scores beside them."""
+    over the judged runs, scores are averaged over them, and the first judged run's details
+    are kept with every run's scores beside them. A run that errored (its transcript, or a
+    :class:`RunnerError` from ``score``) makes the verdict an error (``error``), with the
+    record of the other runs kept."""
     rule = parse_rule(rule_text)
     outcomes: list[str] = []
     judged: list[CaseScore] = []
-    for run in runs:
+    errors: list[tuple[int, str, str]] = []
+    """(repeat number from 1, kind, message) of each run that errored."""
+    for number, run in enumerate(runs, 1):
         if run.error is not None:
             outcomes.append("error")
+            errors.append((number, run.error_kind or "agent", run.error))
             continue
-        one = score(run)
+        try:
+            one = score(run)
+        except RunnerError as exc:
+            outcomes.append("error")
+            errors.append((number, exc.kind, str(exc)))
+            continue
         if one.skipped:
             outcomes.append("error")
+            errors.append((number, "agent", f"not judged: {one.skipped}"))
             continue
         outcomes.append("passed" if one.passed else "failed")
         judged.append(one)
     stats = summary(outcomes)
     passes = stats["passed"]
+    error, error_kind = _errored(errors, len(runs))
     if not judged:
-        return CaseScore(passed=False, skipped="every run errored", repeats=stats)
+        return CaseScore(passed=False, repeats=stats, error=error, error_kind=error_kind)
     passed = rule(passes, len(judged))
     keys = sorted({k for one in judged for k in one.scores})
     scores = {k: sum(one.scores.get(k, 0.0) for one in judged) / len(judged) for k in keys}
@@ -117,7 +131,24 @@ def score_repeats(
             f"repeat rule {rule_text}: {passes}/{len(judged)} runs passed "
             f"({', '.join(outcomes)})" + (f"; first miss: {missed}" if missed else "")
         )
-    return CaseScore(passed=passed, scores=scores, failure=failure, details=details, repeats=stats)
+    return CaseScore(
+        passed=passed,
+        scores=scores,
+        failure=failure,
+        details=details,
+        repeats=stats,
+        error=error,
+        error_kind=error_kind,
+    )
+
+
+def _errored(errors: Sequence[tuple[int, str, str]], runs: int) -> tuple[str | None, str | None]:
+    """The case's error message and kind when some of its ``runs`` errored: how many, and the
+    first one's message; ``(None, None)`` when none did."""
+    if not errors:
+        return None, None
+    number, kind, message = errors[0]
+    return f"{len(errors)} of {runs} repeats errored; repeat {number}: {message}", kind
 
 
 def _round(value: float | None) -> float | None:

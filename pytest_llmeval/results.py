@@ -32,6 +32,7 @@ from pytest_llmeval.models import (
     Transcript,
 )
 from pytest_llmeval.redact import Redactor
+from pytest_llmeval.repeats import summary
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -231,6 +232,7 @@ class ResultBuilder:
             traceback=None if report.skipped else _traceback(excinfo),
             events=transcript.events if transcript else [],
             duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
+            repeats=_every_run_errored(transcript),
         )
 
     def attach(
@@ -267,6 +269,15 @@ class ResultBuilder:
             fp = agent_fingerprint(agent)
             last = self._last_fingerprint = (agent, fp, runner_id(fp))
         return last[1], last[2]
+
+
+def _every_run_errored(transcript: Transcript | None) -> dict[str, Any] | None:
+    """The ``repeats`` of a repeated case none of whose runs could be scored (every one
+    errored), else ``None``."""
+    runs = transcript.repeats if transcript is not None else []
+    if len(runs) > 1 and all(run.error is not None for run in runs):
+        return summary(["error"] * len(runs))
+    return None
 
 
 def _empty(value: Any) -> bool:

@@ -109,7 +109,14 @@ def test_the_verdict_ladder_through_pytest(pytester: pytest.Pytester) -> None:
     assert {rows[n]["outcome"] for n in ("twice", "cut", "down")} == {"error"}
     audit = read_jsonl(pytester.path / "run" / "audit.jsonl")
     stages = sorted((a["sample_id"], a["stage"]) for a in audit)
-    assert stages == [("cut", "judge_error"), ("repair", "repair"), ("twice", "judge_error")]
+    assert stages == [
+        ("cut", "judge_error"), ("down", "judge_error"), ("repair", "repair"),
+        ("twice", "judge_error"),
+    ]  # fmt: skip
+    down = next(a for a in audit if a["sample_id"] == "down")
+    assert down["problem"] == (
+        "the judge's backend failed: connection error: judge down: connection refused"
+    )
     twice = next(a for a in audit if a["sample_id"] == "twice")
     assert len(twice["replies"]) == 2 and "'reason' is a required property" in twice["problem"]
 

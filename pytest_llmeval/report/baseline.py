@@ -542,7 +542,10 @@ def _align(current: list[BaselineCase], base: list[BaselineCase]) -> _Alignment:
 
 
 def _flip(old: BaselineCase, now: BaselineCase) -> FlipKind | None:
-    if old.repeats and now.repeats:
+    """How ``old`` -> ``now`` flipped: by their intervals when both ran repeatedly and were
+    judged, else by their outcomes (a case that errored is no pass, whatever its runs gave)."""
+    judged = "error" not in (old.outcome, now.outcome)
+    if old.repeats and now.repeats and judged:
         return _flip_by_rates(old, now)
     was, now_pass = _is_pass(old.outcome), _is_pass(now.outcome)
     if was and not now_pass:

@@ -7,7 +7,8 @@ The verdict of a rubric judge (``RUBRIC_VERDICT``)::
 with exactly the case's criteria as keys. :func:`extract_verdict` is the tolerant reading of
 a reply: ``<think>...</think>`` blocks and code fences are dropped and the *last* JSON object
 in what is left is the verdict; :func:`validate` checks it against the schema with
-``jsonschema`` and returns the first problem in words.
+``jsonschema`` and returns the first problem in words (a number that is not finite, ``NaN``
+or ``Infinity``, which Python's ``json`` reads, is a problem too).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_llmeval.finite import first_non_finite
 from pytest_llmeval.models import JudgeTask, Transcript
 
 RUBRIC_TEMPLATE = """\
@@ -161,6 +163,10 @@ def validate(value: Any, verdict_schema: Mapping[str, Any]) -> str | None:
     """The first problem of ``value`` against the schema, in words; ``None`` when valid."""
     if value is None:
         return "no JSON object found in the reply"
+    found = first_non_finite(value)
+    if found is not None:  # json reads NaN and Infinity; NaN passes every minimum
+        where, number = found
+        return f"{where}: {number!r} is not a finite number"
     import jsonschema  # on first use: it costs a session ~40 ms to import
 
     error = jsonschema.exceptions.best_match(

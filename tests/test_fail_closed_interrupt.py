@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
+from pytest_llmeval.report.summarize import summarize
+
 REPORTS = ("results.jsonl", "report.json", "summary.md", "report.html", "manifest.json")
 
 IDS = [f"c{i:02d}" for i in range(30)]
@@ -134,6 +136,11 @@ def test_a_run_stopped_by_maxfail_is_partial(
     assert _junit_gates(pytester.path / "junit.xml") == {HOLDS: "skipped", FAILS: "failure"}
     result.stdout.fnmatch_lines(["*interrupted (maxfail): 4 of 30 cases ran*"])
     assert "gates: passed" not in result.stdout.str()
+    # rebuilt offline, the run is still cut short
+    rebuilt = summarize(run)
+    assert rebuilt.report.interrupted is not None
+    assert rebuilt.report.interrupted.model_dump() == expected
+    assert _gates(run) == {HOLDS: "partial", FAILS: "failed"}
 
 
 def test_maxfail_under_exit_on_gates_never_ends_green(pytester: pytest.Pytester) -> None:
@@ -171,9 +178,14 @@ def test_an_uninterrupted_run_has_no_interrupted_key(pytester: pytest.Pytester) 
 
 
 def _signalled(
-    pytester: pytest.Pytester, sig: signal.Signals, *args: str, at: str = "c10"
+    pytester: pytest.Pytester,
+    sig: signal.Signals,
+    *args: str,
+    at: str = "c10",
+    group: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], int]:
-    """Run pytest in a subprocess, send ``sig`` once case ``at`` is running, wait for the end."""
+    """Run pytest in a subprocess, send ``sig`` once case ``at`` is running (to the whole
+    process group with ``group``, as a CI cancel does), wait for the end."""
     env = {**os.environ, "LLMEVAL_TEST_BLOCK": at}
     command = [sys.executable, "-m", "pytest", *args]
     proc = subprocess.Popen(
@@ -185,7 +197,10 @@ def _signalled(
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), f"case {at} never started"
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     try:
         out, _ = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -244,14 +259,15 @@ def test_sigterm_before_any_result_still_writes_every_report(pytester: pytest.Py
     assert _junit_gates(pytester.path / "junit.xml") == {"golden.pass_rate>=0.6": "failure"}
 
 
-def test_sigterm_under_xdist_writes_the_reports(pytester: pytest.Pytester) -> None:
-    """The controller alone is signalled (``timeout`` does that): it still writes every
-    report, and resume finishes the rest."""
+@pytest.mark.parametrize("group", [False, True], ids=["controller", "process-group"])
+def test_sigterm_under_xdist_writes_the_reports(pytester: pytest.Pytester, group: bool) -> None:
+    """The controller alone is signalled (``timeout`` does that), or every process (a CI
+    cancel): the controller still writes every report, and resume finishes the rest."""
     pytest.importorskip("xdist")
     _project(pytester)
     done, _ = _signalled(
         pytester, signal.SIGTERM, *BASE, "-n", "2", "--llmeval-run-dir", "run",
-        "--llmeval-gate", "golden.skipped==0",
+        "--llmeval-gate", "golden.skipped==0", group=group,
     )  # fmt: skip
     run = pytester.path / "run"
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
@@ -331,3 +347,29 @@ def test_a_killed_worker_case_is_an_error_and_resume_runs_it(
     assert [r["result"]["case_id"] for r in second] == ["c07"]
     assert set(_outcomes(run).values()) == {"passed"}
     assert _gates(run) == {"golden.pass_rate>=1": "passed"}
+
+
+def test_workers_given_up_on_leave_an_incomplete_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """xdist stops replacing crashed workers (``--max-worker-restart 0``): the cases the dead
+    worker never reached have no result, so the run is cut short, not green."""
+    pytest.importorskip("xdist")
+    pytester.makeconftest(RUNNER)
+    rows = [{"id": i, "input": i, "expected_output": i} for i in IDS]
+    write_json(pytester, "qa.golden.json", rows)
+    monkeypatch.setenv("LLMEVAL_TEST_KILL", "c07")
+    result = pytester.runpytest(
+        *BASE, "-n", "2", "--max-worker-restart", "0", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.failed==0", "--llmeval-exit-on", "gates",
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _all_written(run)
+    outcomes = _outcomes(run)
+    assert outcomes["c07"] == "error"
+    assert {i for i, o in outcomes.items() if o != "passed"} == {"c07"}
+    assert len(outcomes) < 30  # the dead worker's other cases never ran
+    assert _gates(run) == {"golden.failed==0": "partial"}  # holds on what ran: not a pass
+    expected = {"reason": "incomplete", "cases_run": len(outcomes), "cases_total": 30}
+    assert _interrupted(run) == (expected, expected)

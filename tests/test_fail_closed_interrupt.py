@@ -136,6 +136,10 @@ def test_a_run_stopped_by_maxfail_is_partial(
     assert _junit_gates(pytester.path / "junit.xml") == {HOLDS: "skipped", FAILS: "failure"}
     result.stdout.fnmatch_lines(["*interrupted (maxfail): 4 of 30 cases ran*"])
     assert "gates: passed" not in result.stdout.str()
+    summary = (run / "summary.md").read_text()  # Markdown: parentheses escaped
+    assert "**interrupted \\(maxfail\\): 4 of 30 cases ran; " in summary
+    page = (run / "report.html").read_text()
+    assert '<p class="gate-summary partial" id="interrupted">interrupted (maxfail)' in page
     # rebuilt offline, the run is still cut short
     rebuilt = summarize(run)
     assert rebuilt.report.interrupted is not None
@@ -172,6 +176,7 @@ def test_an_uninterrupted_run_has_no_interrupted_key(pytester: pytest.Pytester) 
     assert _interrupted(run) == (None, None)
     assert _gates(run) == {"golden.pass_rate>=0.6": "passed"}
     assert "interrupted" not in (run / "summary.md").read_text()
+    assert 'id="interrupted"' not in (run / "report.html").read_text()
 
 
 # -- Ctrl-C and SIGTERM ----------------------------------------------------------------------

@@ -378,3 +378,24 @@ def test_workers_given_up_on_leave_an_incomplete_run(
     assert _gates(run) == {"golden.failed==0": "partial"}  # holds on what ran: not a pass
     expected = {"reason": "incomplete", "cases_run": len(outcomes), "cases_total": 30}
     assert _interrupted(run) == (expected, expected)
+
+
+def test_a_merge_of_a_cut_short_shard_is_cut_short(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    gate = ("--llmeval-gate", "golden.skipped==0")
+    first = pytester.runpytest(
+        *BASE, *gate, "-x", "--llmeval-shard", "0/2", "--llmeval-run-dir", "s0"
+    )
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    stopped, _ = _interrupted(pytester.path / "s0")
+    assert stopped is not None and stopped["reason"] == "maxfail"
+    second = pytester.runpytest(*BASE, *gate, "--llmeval-shard", "1/2", "--llmeval-run-dir", "s1")
+    assert _interrupted(pytester.path / "s1") == (None, None)
+    command = [sys.executable, "-m", "pytest_llmeval", "merge", "merged", "s0", "s1"]
+    done = subprocess.run(command, cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == second.ret == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
+    merged = pytester.path / "merged"
+    ran = len(_outcomes(merged))
+    expected = {"reason": "maxfail", "cases_run": ran, "cases_total": 30}
+    assert _interrupted(merged) == (expected, expected) and ran < 30
+    assert _gates(merged) == {"golden.skipped==0": "partial"}

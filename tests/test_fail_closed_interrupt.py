@@ -399,3 +399,17 @@ def test_a_merge_of_a_cut_short_shard_is_cut_short(pytester: pytest.Pytester) ->
     expected = {"reason": "maxfail", "cases_run": ran, "cases_total": 30}
     assert _interrupted(merged) == (expected, expected) and ran < 30
     assert _gates(merged) == {"golden.skipped==0": "partial"}
+
+
+def test_a_cut_short_run_does_not_update_the_baseline(pytester: pytest.Pytester) -> None:
+    """A subset of the cases blessed as the baseline would hide every later regression in the
+    cases left out: the file is left as it was."""
+    _project(pytester)
+    (pytester.path / "baseline.json").write_text("kept\n")
+    result = pytester.runpytest(
+        *BASE, "-x", "--llmeval-run-dir", "run", "--llmeval-update-baseline", "baseline.json"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (pytester.path / "baseline.json").read_text() == "kept\n"
+    result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: the run was cut*"])
+    _all_written(pytester.path / "run")

@@ -44,6 +44,8 @@ class SessionReport:
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.verdict = verdict.Verdict()
         self.mlflow_run_id: str | None = None
+        self.baseline_kept: str | None = None
+        """The ``--llmeval-update-baseline`` file left as it was: the run was cut short."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
         for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
             self.results[nodeid] = result
@@ -132,7 +134,9 @@ class SessionReport:
         report.interrupted = interrupted
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
-        if settings.update_baseline is not None:
+        if settings.update_baseline is not None and interrupted is not None:
+            self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
+        elif settings.update_baseline is not None:
             blessed = report.without_baseline().dump()
             write_baseline(
                 settings.update_baseline,
@@ -224,6 +228,12 @@ class SessionReport:
         unwritten = self.verdict.faults_of("write")
         for fault in unwritten:
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        if self.baseline_kept is not None:
+            terminalreporter.write_line(
+                f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
+                "(finish it with --llmeval-resume RUN_DIR --llmeval-update-baseline FILE)",
+                yellow=True,
+            )
         if self.run_dir is not None and not unwritten:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
         for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found

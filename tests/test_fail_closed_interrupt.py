@@ -262,6 +262,7 @@ def test_sigterm_before_any_result_still_writes_every_report(pytester: pytest.Py
     expected = {"reason": "sigterm", "cases_run": 0, "cases_total": 30}
     assert _interrupted(run) == (expected, expected)
     assert _junit_gates(pytester.path / "junit.xml") == {"golden.pass_rate>=0.6": "failure"}
+    assert "interrupted (sigterm): 0 of 30 cases ran" in done.stdout
 
 
 @pytest.mark.parametrize("group", [False, True], ids=["controller", "process-group"])

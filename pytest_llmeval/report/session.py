@@ -204,7 +204,7 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.verdict.faults:
+        if not self.results and not self.verdict.faults and self.report is None:
             return
         terminalreporter.section("llmeval")
         if self.report is not None:

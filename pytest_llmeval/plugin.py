@@ -16,6 +16,7 @@ from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.report import case_reports
+from pytest_llmeval.report.interruption import Interruption
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
@@ -24,6 +25,9 @@ from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, state_key
 from pytest_llmeval.suites.base import SuiteRegistry
 from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
+from pytest_llmeval.termination import SigtermHandler
+
+sigterm_key = pytest.StashKey[SigtermHandler]()
 
 # -- options -------------------------------------------------------------------------------
 
@@ -56,9 +60,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[deselections_key] = Deselections(state)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):
-        report = SessionReport(state)
+        report = SessionReport(state, Interruption(state))
         config.stash[session_report_key] = report
         config.pluginmanager.register(report, "llmeval-report")
+        config.pluginmanager.register(report.interruption, "llmeval-interruption")
+    config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
+    config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
     _register_spending(config, state)
@@ -80,11 +87,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
+    handler = config.stash.get(sigterm_key, None)
+    if handler is not None:
+        handler.restore()
     report = config.stash.get(session_report_key, None)
     if report is not None:
         config.pluginmanager.unregister(report)
         del config.stash[session_report_key]
-    for name in ("llmeval-budget", "llmeval-progress"):
+    for name in ("llmeval-budget", "llmeval-progress", "llmeval-interruption"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
 from pytest_llmeval.markdown import md_code, md_text
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import baseline_case_lines
+from pytest_llmeval.rundir.models import Interrupted
 
 if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
@@ -62,6 +63,9 @@ def tally_note(results: Sequence[CaseResult], earlier: int) -> str | None:
 def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
     """``summary.md``: suite table, category table, then the failing and erroring cases."""
     out = ["# pytest-llmeval summary", ""]
+    interrupted = report.get("interrupted")
+    if isinstance(interrupted, dict):
+        out += [f"**{md_text(interrupted_line(interrupted))}**", ""]
     out += [
         "| suite | cases | passed | failed | errors | skipped | pass rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -92,6 +96,16 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         "",
     ]
     return "\n".join(out)
+
+
+def interrupted_line(interrupted: Interrupted | Mapping[str, Any]) -> str:
+    """What a run cut short says (the terminal, ``summary.md``)."""
+    body = interrupted.model_dump() if isinstance(interrupted, Interrupted) else interrupted
+    return (
+        f"interrupted ({body['reason']}): {body['cases_run']} of {body['cases_total']} cases "
+        "ran; gates judged only those (a gate that held is partial), and "
+        "--llmeval-resume RUN_DIR runs the rest"
+    )
 
 
 def _row(label: str, totals: dict[str, Any]) -> str:

@@ -327,18 +327,30 @@ def evaluate_gates(gates: Iterable[Gate], report: Mapping[str, Any]) -> list[Gat
 
 def partial_status(result: GateResult, report: Mapping[str, Any]) -> GateResult:
     """``result`` judged on a run that left out cases of its suite (any suite for ``*``; the
-    report's ``deselected``): a gate that held is ``partial``, since a subset meeting the
-    threshold says nothing about the whole; one that failed stays ``failed``. Either way its
-    message says how many cases were left out."""
-    deselected = report.get("deselected")
-    if result.status not in ("passed", "failed") or not isinstance(deselected, Mapping):
+    report's ``deselected``), or on a run cut short (the report's ``interrupted``: every
+    gate): a gate that held is ``partial``, since a subset meeting the threshold says nothing
+    about the whole; one that failed stays ``failed``. Either way its message says how many
+    cases were left out."""
+    if result.status not in ("passed", "failed"):
         return result
-    suite = result.gate.suite
-    left_out = sum(deselected.values()) if suite == TOTALS else deselected.get(suite, 0)
-    if not left_out:
+    deselected = report.get("deselected")
+    left_out = 0
+    if isinstance(deselected, Mapping):
+        suite = result.gate.suite
+        left_out = sum(deselected.values()) if suite == TOTALS else deselected.get(suite, 0)
+    notes = []
+    interrupted = report.get("interrupted")
+    if isinstance(interrupted, Mapping):
+        notes.append(
+            f"run interrupted ({interrupted.get('reason')}) after "
+            f"{interrupted.get('cases_run')} of {interrupted.get('cases_total')} cases"
+        )
+    if left_out:
+        notes.append(f"{left_out} case(s) left out")
+    if not notes:
         return result
     status: GateStatus = "partial" if result.status == "passed" else "failed"
-    message = f"{result.message}; partial: {left_out} case(s) left out"
+    message = f"{result.message}; partial: {'; '.join(notes)}"
     return result.model_copy(update={"status": status, "message": message})
 
 

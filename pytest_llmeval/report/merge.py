@@ -49,13 +49,14 @@ from pydantic import ValidationError
 from pytest_llmeval.errors import LLMEvalError, RunDirError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
-from pytest_llmeval.rundir.models import MergedFrom, Report
+from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report
 from pytest_llmeval.rundir.read import RunRecord, read_run
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.sharding import in_shard
@@ -369,6 +370,7 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     _shard_fingerprints(report, ordered)
     earlier = [run.report for run in ordered if run.report is not None]
     report.deselected = _deselected(earlier)
+    report.interrupted = _interrupted(earlier, results)
     gates, problems = verdict.gather_gates(settings, results, earlier)
     judged = verdict.judge(report, results, settings, gates, problems)
     return Merged(settings, writer, results, runners, report, judged)
@@ -381,6 +383,18 @@ def _deselected(reports: Sequence[Report]) -> dict[str, int] | None:
         for suite, count in (report.deselected or {}).items():
             out[suite] = out.get(suite, 0) + count
     return dict(sorted(out.items())) or None
+
+
+def _interrupted(reports: Sequence[Report], results: Sequence[CaseResult]) -> Interrupted | None:
+    """A merge of shards of which one was cut short is cut short: the cases the shards did not
+    reach are added to the merged cases that ran."""
+    cut = [report.interrupted for report in reports if report.interrupted is not None]
+    if not cut:
+        return None
+    reasons = sorted({c.reason for c in cut})
+    ran = sum(1 for r in results if not is_budget_skip(r.outcome, r.error))
+    missing = sum(max(0, c.cases_total - c.cases_run) for c in cut)
+    return Interrupted(reason="+".join(reasons), cases_run=ran, cases_total=ran + missing)
 
 
 def _shard_fingerprints(report: Report, runs: Sequence[RunRecord]) -> None:
@@ -434,6 +448,7 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         environment=first.environment,
         attempt=1,
         artifacts=written,
+        interrupted=merged.report.interrupted,
         merged_from=[
             MergedFrom(
                 run_dir=str(run.path),

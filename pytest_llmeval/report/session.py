@@ -17,6 +17,7 @@ from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import find_leaks
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
+from pytest_llmeval.report.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.progress import results_cost
 from pytest_llmeval.report.provenance import filtered_environment, git_state
@@ -32,8 +33,9 @@ session_report_key = pytest.StashKey["SessionReport"]()
 class SessionReport:
     """Collects :class:`CaseResult` s as reports arrive; writes artifacts at session end."""
 
-    def __init__(self, state: LLMEvalState):
+    def __init__(self, state: LLMEvalState, interruption: Interruption):
         self.state = state
+        self.interruption = interruption
         self.results: dict[str, CaseResult] = {}
         self.runners: dict[str, dict[str, Any]] = {}
         self.started = datetime.now(timezone.utc)
@@ -42,6 +44,8 @@ class SessionReport:
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.verdict = verdict.Verdict()
         self.mlflow_run_id: str | None = None
+        self.baseline_kept: str | None = None
+        """The ``--llmeval-update-baseline`` file left as it was: the run was cut short."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
         for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
             self.results[nodeid] = result
@@ -64,6 +68,23 @@ class SessionReport:
         if runner is not None:
             del report.llmeval_runner
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
+        """xdist: the case a worker died under becomes an error result on xdist's report of
+        it (read as any other in :meth:`pytest_runtest_logreport`), and is journaled, so
+        ``summarize`` sees it and resume runs it again (an error is not final)."""
+        if not self.interruption.is_eval(crashitem):
+            return
+        earlier = self.results.get(crashitem)
+        if earlier is not None and crashitem not in self.state.finished:
+            return  # judged before the worker died (in teardown): that result stands
+        suite, file = self.interruption.suite_of(crashitem)
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+        result = crashed_result(crashitem, str(worker), suite, file)
+        data = self.state.redactor.value(result.model_dump(mode="json"))
+        self.state.journal.append(data, None)
+        report.llmeval = data  # type: ignore[attr-defined]
+
     # -- writing -----------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
@@ -71,10 +92,12 @@ class SessionReport:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
-        empty_shard = settings.shard is not None and not session.config.option.collectonly
-        if self.results or empty_shard:  # an empty shard still writes its run dir
+        ran = not session.config.option.collectonly
+        empty_shard = settings.shard is not None and ran
+        cut_short = bool(self.interruption.planned) and ran  # before any result arrived
+        if self.results or empty_shard or cut_short:  # an empty shard writes its run dir too
             try:
-                self._write()
+                self._write(session)
             except (OSError, UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             reports = self.verdict.test_reports()
@@ -82,17 +105,22 @@ class SessionReport:
             session.testscollected += len(reports) // 3
             for report in reports:
                 session.config.hook.pytest_runtest_logreport(report=report)
-        session.exitstatus = verdict.exit_status(
-            session.exitstatus, settings.exit_on, self.verdict.failed
-        )
+        session.exitstatus = self._exit_status(session.exitstatus)
         result = yield
         self._leak_check(session)
-        session.exitstatus = verdict.exit_status(
-            session.exitstatus, settings.exit_on, self.verdict.failed
-        )
+        session.exitstatus = self._exit_status(session.exitstatus)
         return result
 
-    def _write(self) -> None:
+    def _exit_status(self, current: int | pytest.ExitCode) -> int | pytest.ExitCode:
+        """The verdict's exit status; a run cut short never exits 0 (pytest's own status
+        stands: 1 after ``-x``, 2 after Ctrl-C or SIGTERM)."""
+        settings = self.state.settings
+        status = verdict.exit_status(current, settings.exit_on, self.verdict.failed)
+        if status == pytest.ExitCode.OK and self.report is not None and self.report.interrupted:
+            return current if current != pytest.ExitCode.OK else pytest.ExitCode.INTERRUPTED
+        return status
+
+    def _write(self, session: pytest.Session) -> None:
         state, settings = self.state, self.state.settings
         self.run_dir = state.ensure_run_dir()
         writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
@@ -100,10 +128,15 @@ class SessionReport:
         self.report = report = writer.build(results, self.runners)
         if settings.prices is not None:
             report.totals.cost_usd = results_cost(results, self.runners, settings)
-        report.deselected = state.config.stash[deselections_key].counts(results)
+        interrupted, unrun = self.interruption.judge(session, results)
+        deselected = state.config.stash[deselections_key].counts(results) or {}
+        report.deselected = merged_counts(deselected.items(), unrun.items())
+        report.interrupted = interrupted
         gates, problems = verdict.gather_gates(settings, results)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
-        if settings.update_baseline is not None:
+        if settings.update_baseline is not None and interrupted is not None:
+            self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
+        elif settings.update_baseline is not None:
             blessed = report.without_baseline().dump()
             write_baseline(
                 settings.update_baseline,
@@ -127,6 +160,7 @@ class SessionReport:
             environment=filtered_environment(),
             attempt=state.attempt,
             artifacts=written,
+            interrupted=interrupted,
         )
         if settings.mlflow:
             try:
@@ -170,7 +204,7 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.verdict.faults:
+        if not self.results and not self.verdict.faults and self.report is None:
             return
         terminalreporter.section("llmeval")
         if self.report is not None:
@@ -182,6 +216,10 @@ class SessionReport:
                 terminalreporter.write_line(note)
             for line in console.verdict_lines(self.verdict):
                 terminalreporter.write_line(line)
+            if self.report.interrupted is not None:
+                terminalreporter.write_line(
+                    f"llmeval: {console.interrupted_line(self.report.interrupted)}", yellow=True
+                )
         for name, value in self.file_artifacts:
             suite = self.state.suites.get(name.split("/", 1)[0])
             if suite is not None:
@@ -190,6 +228,12 @@ class SessionReport:
         unwritten = self.verdict.faults_of("write")
         for fault in unwritten:
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        if self.baseline_kept is not None:
+            terminalreporter.write_line(
+                f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
+                "(finish it with --llmeval-resume RUN_DIR --llmeval-update-baseline FILE)",
+                yellow=True,
+            )
         if self.run_dir is not None and not unwritten:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
         for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found

@@ -43,8 +43,9 @@ def summarize(run_dir: Path) -> Summarized:
         Redactor(settings.redact_pattern),
     )
     report = writer.build(run.results, run.runners)
-    if run.report is not None:  # the run's selection is not in its results
+    if run.report is not None:  # the run's selection, and where it stopped, are not in its results
         report.deselected = run.report.deselected
+        report.interrupted = run.report.interrupted
     earlier = [run.report] if run.report is not None else []
     gates, problems = verdict.gather_gates(settings, run.results, earlier)
     judged = verdict.judge(report, run.results, settings, gates, problems)

@@ -25,7 +25,7 @@ from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import html_pieces
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
-from pytest_llmeval.rundir.models import MergedFrom, Report, RunManifest
+from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunManifest
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
 
@@ -130,6 +130,7 @@ class RunWriter:
         attempt: int,
         artifacts: list[str],
         merged_from: list[MergedFrom] | None = None,
+        interrupted: Interrupted | None = None,
     ) -> RunManifest:
         """``manifest.json``, once, after every other file (it lists them): this plugin's and
         this interpreter's versions, and the settings, invocation and environment redacted."""
@@ -150,6 +151,7 @@ class RunWriter:
             shard=list(settings.shard) if settings.shard else None,
             artifacts=artifacts,
             merged_from=merged_from,
+            interrupted=interrupted,
         )
         write_json(self.layout.manifest, manifest.dump())
         return manifest

@@ -36,6 +36,7 @@ __all__ = [
     "GateSource",
     "GateStatus",
     "GatesSection",
+    "Interrupted",
     "Number",
     "Report",
     "RunManifest",
@@ -164,6 +165,26 @@ class GatesSection(BaseModel):
         return cls(passed=passed, results=rows)
 
 
+class Interrupted(BaseModel):
+    """``interrupted`` of ``report.json`` and ``manifest.json``: the run was cut short, so its
+    gates judged only the cases that ran (a gate that held is ``partial``). Absent from a run
+    that ran every case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+    """Why: ``maxfail`` (``-x``, ``--maxfail``), ``keyboard_interrupt`` (Ctrl-C), ``sigterm``
+    (a CI cancel, ``timeout``), ``budget`` (``--llmeval-max-tokens-total``,
+    ``--llmeval-max-cost``), ``exit`` (``pytest.exit()``), ``stopped`` (another plugin
+    stopped the session), or ``incomplete`` (cases left without a result for another
+    reason, such as xdist giving up on crashed workers)."""
+    cases_run: int
+    """Cases with a result that ran (a case a budget skipped did not), earlier attempts of a
+    resumed run included."""
+    cases_total: int
+    """Cases the run was to judge: the ones that ran and the ones it never reached."""
+
+
 class Report(BaseModel):
     """``report.json``: aggregates, fingerprints, gates and the baseline comparison."""
 
@@ -193,12 +214,18 @@ class Report(BaseModel):
     """Present when the run had gates."""
     baseline: BaselineDiff | None = None
     """Present when the run was compared with a baseline."""
+    interrupted: Interrupted | None = None
+    """Present when the run was cut short (``-x``, Ctrl-C, SIGTERM, a budget); every gate
+    that held is then ``partial``."""
 
     def dump(self) -> dict[str, Any]:
         """The JSON body: optional sections only when present."""
-        body = self.model_dump(mode="json", exclude={"deselected", "gates", "baseline"})
+        optional = {"deselected", "gates", "baseline", "interrupted"}
+        body = self.model_dump(mode="json", exclude=optional)
         if self.deselected is not None:
             body["deselected"] = self.deselected
+        if self.interrupted is not None:
+            body["interrupted"] = self.interrupted.model_dump(mode="json")
         if self.gates is not None:
             body["gates"] = self.gates.model_dump(mode="json")
         if self.baseline is not None:
@@ -241,10 +268,13 @@ class RunManifest(BaseModel):
     artifacts: list[str]
     merged_from: list[MergedFrom] | None = None
     """A merged run dir's shards."""
+    interrupted: Interrupted | None = None
+    """Present when the run was cut short (as ``report.json`` ``interrupted``)."""
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=False, exclude=_absent(self))
 
 
 def _absent(manifest: RunManifest) -> set[str]:
-    return {"merged_from"} if manifest.merged_from is None else set()
+    optional = ("merged_from", "interrupted")
+    return {name for name in optional if getattr(manifest, name) is None}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.models import CaseResult
+from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
 from pytest_llmeval.report.html.latency import latency
@@ -169,6 +170,7 @@ def html_pieces(
             nav=_nav(present, len(results)),
             overview=data.overview(suites, run),
             gates=gate_rows.gates(report.get("gates")),
+            interrupted=_interrupted(report.get("interrupted")),
             pass_rates=data.pass_rates(suites),
             outcomes=data.OUTCOMES,
             confusion=confusion,
@@ -190,3 +192,10 @@ def _no_surrogates(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _interrupted(body: Any) -> str | None:
+    """The page's line for a run cut short (``report.json`` ``interrupted``), else ``None``."""
+    if not isinstance(body, dict) or not {"reason", "cases_run", "cases_total"} <= set(body):
+        return None
+    return interrupted_line(body)

@@ -23,7 +23,7 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
-from pytest_llmeval.loading import lone_surrogate
+from pytest_llmeval.loading import Record, iter_jsonl, lone_surrogate, read_json_document
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
@@ -150,7 +150,10 @@ class EvalFile(pytest.File):
             return EMPTY_SUITE, source
         suite = self.state.suites.claim(self.path, head)
         if suite is None:
-            raise CaseFileError(
+            empty, syntax_error = _unclaimed(self.path, display)
+            if empty:
+                return EMPTY_SUITE, source
+            raise syntax_error or CaseFileError(
                 display,
                 1,
                 "no suite recognises this file (known suites: "
@@ -206,6 +209,23 @@ class _EmptySuite:
 
 
 EMPTY_SUITE: Suite = _EmptySuite()
+
+
+def _unclaimed(path: Path, display: str) -> tuple[bool, CaseFileError | None]:
+    """Why no suite claims a file: ``(True, None)`` when it holds no records at all (``[]``,
+    an envelope with an empty ``cases``: an empty suite, as an empty file is), else the first
+    record that is not valid JSON or not UTF-8 (with its line and column), if any."""
+    if path.suffix == ".jsonl":
+        records: Iterator[Record] = iter_jsonl(path, display)
+    else:
+        records = read_json_document(path, display).records()
+    empty = True
+    for record in records:
+        empty = False
+        error = record.error
+        if error is not None and error.message.startswith(("invalid JSON", "invalid UTF-8")):
+            return False, error
+    return empty, None
 
 
 @functools.cache

@@ -105,13 +105,15 @@ class EndpointEmbedder:
         self.base_url = base_url.rstrip("/")
         self.model = model
         key = os.environ.get(api_key_env) if api_key_env else None
+        self._key = key
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         from pytest_llmeval.redact import public_url
 
-        return {"type": "endpoint", "base_url": public_url(self.base_url), "model": self.model}
+        base_url = public_url(self.base_url, [self._key] if self._key else [])
+        return {"type": "endpoint", "base_url": base_url, "model": self.model}
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if self._client is None:

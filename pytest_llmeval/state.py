@@ -24,7 +24,9 @@ from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
     Redactor,
+    is_placeholder,
     named_secrets,
+    placeholder_names,
     redact_logs,
     secret_env_values,
     secret_values,
@@ -69,6 +71,8 @@ class LLMEvalState:
         self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
+        self.placeholders = placeholder_names(secret_env_names(settings))
+        """Key variables that are set to a placeholder or a short value: not masked."""
         redact_logs(self.redactor)
         workspaces = RunLayout(self.run_dir).workspaces
         self.dispatcher = Dispatcher(
@@ -189,7 +193,8 @@ def session_secrets(
     for text in (*args, *llmeval_env):
         found.update(named_secrets(_json_object(text)))
     configured = secret_values(secret_env_names(settings), env)
-    return sorted({*configured, *(v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH)})
+    found = {v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH and not is_placeholder(v)}
+    return sorted({*configured, *found})
 
 
 def _json_object(text: str) -> Any:

@@ -169,3 +169,117 @@ def test_a_file_with_a_json_syntax_error_says_where(
     rows = _results(pytester)
     assert _outcomes(rows)["ok.golden.json::ok"] == "passed"
     assert [r["outcome"] for r in rows if r["file"] == name] in (["error"], ["passed", "error"])
+
+
+# ------------------------------------------------------------------- secrets in a base URL
+
+PLAIN_KEY = "gatewaykeyplantedvaluexyz"
+"""A gateway key that does not look like one: known only as the key variable's value."""
+RANDOM_KEY = "Gk7Qz2Lm9Xp4Rt8Wv3Yb6Nc1"
+"""A key-shaped path segment, in no variable: masked by its shape."""
+
+
+def _written(pytester: pytest.Pytester) -> dict[str, str]:
+    root = pytester.path
+    return {
+        str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".xml")
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "key_env"),
+    [(PLAIN_KEY, "GW_KEY"), (RANDOM_KEY, "NO_SUCH_KEY_VARIABLE")],
+    ids=["the-key-variable's-value", "a-key-shaped-segment"],
+)
+def test_a_key_in_the_base_url_path_is_masked_in_every_artifact(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, key: str, key_env: str
+) -> None:
+    """``https://gw/<key>/v1``: the cassette folder's runner.json, the journal, the manifest,
+    the report, results, junit and the json report never hold the key, so the leak check has
+    nothing to find and the run is green."""
+    from pytest_llmeval.testing.openai_server import OpenAIServer
+
+    monkeypatch.setenv("GW_KEY", PLAIN_KEY)
+    (pytester.path / "qa.golden.json").write_text(json.dumps([_row("a")]), encoding="utf-8")
+    json_report = ("--json-report", "--json-report-file", "pytest-report.json")
+    with OpenAIServer(prefix=f"/{key}/v1", api_key=PLAIN_KEY if key == PLAIN_KEY else None) as srv:
+        result = _run(
+            pytester,
+            "--llmeval-runner", "openai", "--llmeval-model", "test-model",
+            "--llmeval-base-url", srv.base_url, "--llmeval-api-key-env", key_env,
+            "--llmeval-record", "new", "--llmeval-cassettes", "cassettes",
+            "--junitxml", "junit.xml", *json_report, "-v",
+            "--llmeval-gate", "golden.pass_rate>=1",
+        )  # fmt: skip
+        assert len(srv.chat_bodies()) == 1  # the key was in the URL the runner called
+    out = result.stdout.str()
+    assert "leak check:" not in out and key not in out
+    assert result.ret == 0, out
+    assert _outcomes(_results(pytester)) == {"qa.golden.json::a": "passed"}
+    assert _gates(pytester) == {"golden.pass_rate>=1": "passed"}
+    written = _written(pytester)
+    assert {"junit.xml", "pytest-report.json", "run/manifest.json", "run/report.json"} <= set(
+        written
+    )
+    assert any(name.startswith("run/journal/") for name in written)
+    [runner_json] = [t for n, t in written.items() if n.endswith("runner.json")]
+    assert json.loads(runner_json)["base_url"].endswith("/[REDACTED]/v1")
+    assert [name for name, text in written.items() if key in text] == []
+
+
+@pytest.mark.parametrize(
+    "value", ["ollama", "OLLAMA", "EMPTY", "None", "sk-no-key-required", "k3y"]
+)
+def test_a_placeholder_key_is_not_a_secret(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Ollama's documented key ``ollama`` in the file name ``ollama_smoke.golden.json``: not
+    masked, not a leak; the run is green and says once that the key is not a secret."""
+    monkeypatch.setenv("OPENAI_API_KEY", value)
+    name = f"{value.lower()}_smoke.golden.json"
+    (pytester.path / name).write_text(json.dumps([_row("a")]), encoding="utf-8")
+    result = _run(pytester, "--junitxml", "junit.xml", *GATE)
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert "leak check:" not in out
+    assert out.count("OPENAI_API_KEY holds a placeholder key") == 1
+    assert _outcomes(_results(pytester)) == {f"{name}::a": "passed"}
+    assert _gates(pytester) == {"golden.pass_rate>=0.5": "passed"}
+    assert name in (pytester.path / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_a_real_key_is_still_a_secret(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The placeholder rule does not weaken the leak check: a real key in a file name is
+    masked in the run dir, found in junit (which the plugin does not write), and the run is
+    red."""
+    key = "realkeyvalue9f3k"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    name = f"{key}.golden.json"
+    (pytester.path / name).write_text(json.dumps([_row("a")]), encoding="utf-8")
+    result = _run(pytester, "--junitxml", "junit.xml")
+    out = result.stdout.str()
+    assert "leak check: a configured secret's value is in junit.xml" in out
+    assert "placeholder" not in out
+    assert result.ret == 1
+    assert _outcomes(_results(pytester)) == {"[REDACTED].golden.json::a": "passed"}
+
+
+def test_which_path_segments_look_like_keys() -> None:
+    from pytest_llmeval.redact import MASK, looks_secret, public_url
+
+    for name in [
+        "claude-3-5-sonnet-20241022", "Meta-Llama-3.1-8B-Instruct", "text-embedding-3-large",
+        "gpt-4o-mini-2024-07-18-deployment01", "deepseek-ai--DeepSeek-R1-Distill-Qwen-32B",
+        "Qwen2.5-Coder-32B-Instruct-AWQ", "openai-gateway-production-eu", "v1",
+        "2024-05-01-preview",
+    ]:  # fmt: skip
+        assert not looks_secret(name), name
+    for key in [RANDOM_KEY, "sk-proj-abcdefghijklmnop", "hf_abcdefghijklmnopqrstuv",
+                "3f8a9c2e1b7d4f6a8c0e2b4d6f8a0c2e"]:  # fmt: skip
+        assert looks_secret(key), key
+    url = f"https://u:p@gw.example/{PLAIN_KEY}/x/{RANDOM_KEY}/v1?api_key=q"
+    assert public_url(url, [PLAIN_KEY]) == f"https://gw.example/{MASK}/x/{MASK}/v1"

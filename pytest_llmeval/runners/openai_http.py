@@ -162,6 +162,8 @@ class OpenAIRunner(AsyncClosing):
         self.provider = provider
         self.loglik_concurrency = loglik_concurrency
         request_headers = dict(headers or {})
+        self._url_secrets = [api_key] if api_key else []
+        """Masked in the URL this runner shows and fingerprints (a gateway's key in the path)."""
         if api_key:
             request_headers["Authorization"] = f"Bearer {api_key}"
         self._http = JsonHttp(
@@ -181,7 +183,7 @@ class OpenAIRunner(AsyncClosing):
             limiter=limiter,
             transport=transport,
             max_response_bytes=max_response_bytes,
-            backend=public_url(self.base_url),
+            backend=public_url(self.base_url, self._url_secrets),
         )
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
@@ -221,7 +223,7 @@ class OpenAIRunner(AsyncClosing):
         return {
             "type": self.name,
             "model": self.model,
-            "base_url": public_url(self.base_url),
+            "base_url": public_url(self.base_url, self._url_secrets),
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
@@ -485,7 +487,9 @@ class OpenAIRunner(AsyncClosing):
         return data
 
     def _protocol_error(self, where: str, what: str) -> NoReturn:
-        raise RunnerError(self._http.say(public_url(where), what), kind="protocol")
+        raise RunnerError(
+            self._http.say(public_url(where, self._url_secrets), what), kind="protocol"
+        )
 
 
 # -- OpenAI wire format ---------------------------------------------------------------------------

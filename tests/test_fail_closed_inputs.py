@@ -283,3 +283,124 @@ def test_which_path_segments_look_like_keys() -> None:
         assert looks_secret(key), key
     url = f"https://u:p@gw.example/{PLAIN_KEY}/x/{RANDOM_KEY}/v1?api_key=q"
     assert public_url(url, [PLAIN_KEY]) == f"https://gw.example/{MASK}/x/{MASK}/v1"
+
+
+# --------------------------------------------------------------- support files: one reader
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""Nested past Python's recursion limit: ``json.loads`` raises RecursionError on it."""
+JUST_TOO_DEEP = "[" * 101 + "]" * 101
+"""One level past the cap: it parses, but nothing downstream may walk it."""
+
+
+def _deep_in(body: str) -> str:
+    return '{"x": 1,\n "y": ' + body + "}\n"
+
+
+@pytest.mark.parametrize("depth", [DEEP, JUST_TOO_DEEP], ids=["recursion", "cap"])
+@pytest.mark.parametrize(
+    ("path", "option", "shown"),
+    [
+        ("prices.json", "--llmeval-prices", "--llmeval-prices prices.json:2: "),
+        ("tools.json", "--llmeval-tool-registry", "tools.json:2: the tool registry is not valid: "),
+        ("seed.json", "--llmeval-seed-manifest", "seed.json:2: "),
+        ("snap.json", "--llmeval-snapshot", "snap.json:2: "),
+        ("fixtures/tools/deep.jsonl", None, "fixture fixtures/tools/deep.jsonl:2: "),
+    ],
+    ids=["prices", "registry", "seed-manifest", "snapshot", "tool-fixtures"],
+)
+def test_a_support_file_every_case_needs_is_a_usage_error_at_the_start(
+    pytester: pytest.Pytester, path: str, option: str | None, shown: str, depth: str
+) -> None:
+    """Too deep a prices, registry, seed-manifest, snapshot or fixture file: one line naming
+    ``path:line`` and exit 4 before any case runs, never a RecursionError without reports."""
+    target = pytester.path / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_deep_in(depth), encoding="utf-8")
+    (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
+    args = (option, path) if option else ()
+    result = _run(pytester, *args)
+    err = result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + err
+    assert f"{shown}nested more than 100 levels deep" in err.replace(str(pytester.path) + "/", "")
+    assert "Traceback" not in err + result.stdout.str()
+    assert "INTERNALERROR" not in err + result.stdout.str()
+    assert not (pytester.path / "run" / "results.jsonl").exists()  # no case ran
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"completion": {"text": "ok", "usage": {"total_tokens": 1}', "ends inside a value"),
+        (b'{"completion": {"text": "ok", "logprob": NaN}}', "NaN is not a JSON number"),
+        (b'{"completion": {"text": "\xff\xfe"}}', "invalid UTF-8 at byte 26"),
+        (b"", "the file is empty"),
+        (_deep_in(DEEP).encode(), "nested more than 100 levels deep"),
+    ],
+    ids=["truncated", "nan", "invalid-utf8", "empty", "too-deep"],
+)
+def test_a_bad_cassette_is_that_cases_error_saying_what_is_wrong(
+    pytester: pytest.Pytester, content: bytes, message: str
+) -> None:
+    """Record two cases, break one cassette: that case errors with what is wrong (not ``line 1
+    column 1``), the other replays and passes, the run is red and writes every report."""
+    cases = [_row("a", "first"), _row("b", "second")]
+    (pytester.path / "qa.golden.json").write_text(json.dumps(cases), encoding="utf-8")
+    record = _run(pytester, "--llmeval-record", "new", "--llmeval-cassettes", "cassettes")
+    assert record.ret == 0, record.stdout.str()
+    [folder] = [p for p in (pytester.path / "cassettes").iterdir() if p.is_dir()]
+    recorded = sorted(folder.glob("*/*.json"))
+    assert len(recorded) == 2
+    broken = next(p for p in recorded if b"second" in p.read_bytes())
+    broken.write_bytes(content)
+    result = _run(pytester, "--llmeval-runner", "replay", "--llmeval-cassettes", "cassettes", *GATE)
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    rows = {r["case_id"]: r for r in _results(pytester)}
+    assert {k: r["outcome"] for k, r in rows.items()} == {"a": "passed", "b": "error"}
+    assert f"corrupt cassette {broken}" in rows["b"]["error"]
+    assert message in rows["b"]["error"], rows["b"]["error"]
+    assert "line 1 column 1" not in rows["b"]["error"]
+    assert _gates(pytester) == {"golden.pass_rate>=0.5": "passed"}
+
+
+def test_a_broken_runner_json_errors_every_case(pytester: pytest.Pytester) -> None:
+    """A cassette folder's runner.json that does not parse: every case is an error naming the
+    file and line, never a pass, and the reports are written."""
+    (pytester.path / "qa.golden.json").write_text(json.dumps([_row("a")]), encoding="utf-8")
+    folder = pytester.path / "cassettes" / "echo-000000000000"
+    folder.mkdir(parents=True)
+    (folder / "runner.json").write_text('{"type": "echo",\n "x": NaN}\n', encoding="utf-8")
+    result = _run(pytester, "--llmeval-runner", "replay", "--llmeval-cassettes", "cassettes")
+    assert result.ret == 1
+    [row] = _results(pytester)
+    assert row["outcome"] == "error"
+    assert "runner.json:2: invalid JSON: NaN is not a JSON number" in row["error"]
+
+
+@pytest.mark.parametrize("where", ["file", "run-dir"])
+def test_a_broken_baseline_is_refused_and_the_run_is_red(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    """A baseline too deep to read: the run still writes every report, the comparison is
+    refused naming ``path:line``, and the run is red, never green without a comparison."""
+    (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
+    if where == "file":
+        baseline = pytester.path / "base.json"
+        baseline.write_text(_deep_in(DEEP), encoding="utf-8")
+        shown = "base.json:2: not JSON: nested more than 100 levels deep"
+    else:
+        assert _run(pytester).ret == 0  # the earlier run, then one line of it broken
+        baseline = (pytester.path / "run").rename(pytester.path / "old")
+        rows = baseline / "results.jsonl"
+        rows.write_text(rows.read_text() + _deep_in(DEEP).replace("\n", " ") + "\n")
+        shown = "results.jsonl:2: not JSON: nested more than 100 levels deep"
+    result = _run(pytester, "--llmeval-baseline", str(baseline))
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert shown in out, out
+    assert result.ret == 1
+    assert _outcomes(_results(pytester)) == {"ok.golden.json::ok": "passed"}
+    report = json.loads((pytester.path / "run" / "report.json").read_text(encoding="utf-8"))
+    assert report["totals"]["passed"] == 1

@@ -148,7 +148,10 @@ class EvalFile(pytest.File):
         source = CaseSource(path=self.path, display=display)
         if not head.strip():
             return EMPTY_SUITE, source
-        suite = self.state.suites.claim(self.path, head)
+        try:
+            suite = self.state.suites.claim(self.path, head)
+        except RecursionError:  # a suite that parsed a too deeply nested head itself
+            suite = None
         if suite is None:
             empty, syntax_error = _unclaimed(self.path, display)
             if empty:

@@ -151,8 +151,13 @@ def test_a_golden_file_holding_an_empty_array_is_an_empty_suite(
         ("bad.golden.json", '[{"id": "a", "input": ', "bad.golden.json:1: invalid JSON"),
         ("bad.golden.json", "{\n  oops\n", "bad.golden.json:2: invalid JSON"),
         ("bad.eval.jsonl", "{oops\n", "bad.eval.jsonl:1: invalid JSON"),
+        (
+            "bad.eval.jsonl",
+            '{"x": ' + "[" * 100_000 + "\n",
+            "bad.eval.jsonl:1: invalid JSON: nested too deeply",
+        ),
     ],
-    ids=["array-row", "cut-short", "not-an-object", "jsonl"],
+    ids=["array-row", "cut-short", "not-an-object", "jsonl", "jsonl-too-deep-to-claim"],
 )
 def test_a_file_with_a_json_syntax_error_says_where(
     pytester: pytest.Pytester, name: str, content: str, message: str

@@ -23,7 +23,7 @@ from pytest_llmeval.compat import (
     skip_at_item,
 )
 from pytest_llmeval.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
-from pytest_llmeval.loading import Record, iter_jsonl, lone_surrogate, read_json_document
+from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
@@ -34,6 +34,7 @@ from pytest_llmeval.suites.base import (
     Suite,
     fallback_case_id,
 )
+from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -153,7 +154,7 @@ class EvalFile(pytest.File):
         except RecursionError:  # a suite that parsed a too deeply nested head itself
             suite = None
         if suite is None:
-            empty, syntax_error = _unclaimed(self.path, display)
+            empty, syntax_error = why_unclaimed(self.path, display)
             if empty:
                 return EMPTY_SUITE, source
             raise syntax_error or CaseFileError(
@@ -185,50 +186,6 @@ class EvalFile(pytest.File):
             path=data, display=display_path(data, rootdir), options=dict(manifest.options)
         )
         return suite, source
-
-
-class _EmptySuite:
-    """An empty file has no cases; that is not an error."""
-
-    name = "empty"
-
-    def claims(self, path: Path, head: bytes) -> bool:
-        return False
-
-    def load(self, source: CaseSource, ctx: Any) -> Iterator[Any]:
-        return iter(())
-
-    def score(self, case: EvalCase, transcript: Transcript, ctx: Any) -> Any:
-        raise NotImplementedError
-
-    def aggregate(self, results: Any) -> dict[str, Any]:
-        return {}
-
-    def file_artifacts(self, source: Any, results: Any, ctx: Any, run_id: str) -> dict[str, Any]:
-        return {}
-
-    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return []
-
-
-EMPTY_SUITE: Suite = _EmptySuite()
-
-
-def _unclaimed(path: Path, display: str) -> tuple[bool, CaseFileError | None]:
-    """Why no suite claims a file: ``(True, None)`` when it holds no records at all (``[]``,
-    an envelope with an empty ``cases``: an empty suite, as an empty file is), else the first
-    record that is not valid JSON or not UTF-8 (with its line and column), if any."""
-    if path.suffix == ".jsonl":
-        records: Iterator[Record] = iter_jsonl(path, display)
-    else:
-        records = read_json_document(path, display).records()
-    empty = True
-    for record in records:
-        empty = False
-        error = record.error
-        if error is not None and error.message.startswith(("invalid JSON", "invalid UTF-8")):
-            return False, error
-    return empty, None
 
 
 @functools.cache

@@ -194,12 +194,20 @@ def _written(pytester: pytest.Pytester) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("key", "key_env"),
-    [(PLAIN_KEY, "GW_KEY"), (RANDOM_KEY, "NO_SUCH_KEY_VARIABLE")],
-    ids=["the-key-variable's-value", "a-key-shaped-segment"],
+    ("key", "key_env", "extra"),
+    [
+        (PLAIN_KEY, "GW_KEY", ()),
+        (RANDOM_KEY, "NO_SUCH_KEY_VARIABLE", ()),
+        (PLAIN_KEY, "NO_SUCH_KEY_VARIABLE", ("--llmeval-secret-env", "GW_KEY")),
+    ],
+    ids=["the-key-variable's-value", "a-key-shaped-segment", "a-secret-env-value"],
 )
 def test_a_key_in_the_base_url_path_is_masked_in_every_artifact(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, key: str, key_env: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+    key_env: str,
+    extra: tuple[str, ...],
 ) -> None:
     """``https://gw/<key>/v1``: the cassette folder's runner.json, the journal, the manifest,
     the report, results, junit and the json report never hold the key, so the leak check has
@@ -209,14 +217,15 @@ def test_a_key_in_the_base_url_path_is_masked_in_every_artifact(
     monkeypatch.setenv("GW_KEY", PLAIN_KEY)
     (pytester.path / "qa.golden.json").write_text(json.dumps([_row("a")]), encoding="utf-8")
     json_report = ("--json-report", "--json-report-file", "pytest-report.json")
-    with OpenAIServer(prefix=f"/{key}/v1", api_key=PLAIN_KEY if key == PLAIN_KEY else None) as srv:
+    server_key = PLAIN_KEY if key_env == "GW_KEY" else None
+    with OpenAIServer(prefix=f"/{key}/v1", api_key=server_key) as srv:
         result = _run(
             pytester,
             "--llmeval-runner", "openai", "--llmeval-model", "test-model",
             "--llmeval-base-url", srv.base_url, "--llmeval-api-key-env", key_env,
             "--llmeval-record", "new", "--llmeval-cassettes", "cassettes",
             "--junitxml", "junit.xml", *json_report, "-v",
-            "--llmeval-gate", "golden.pass_rate>=1",
+            "--llmeval-gate", "golden.pass_rate>=1", *extra,
         )  # fmt: skip
         assert len(srv.chat_bodies()) == 1  # the key was in the URL the runner called
     out = result.stdout.str()

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmeval import sharding
-from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits import SessionLimits
@@ -136,13 +135,13 @@ class LLMEvalState:
         return SuiteContext.from_settings(self.settings)
 
     def check_support_files(self) -> None:
-        """Read now the support files every case needs (the tool registry, the seed manifest,
-        the snapshot, the tool fixtures): one that cannot be used is one usage error naming
-        ``path:line`` before any case runs, not an error in every case or a run without
-        reports."""
+        """Read now the support files the suites need (the tool registry, the seed manifest,
+        the snapshot): one that cannot be used is one usage error naming ``path:line`` before
+        any case runs, not a collection error or a run without reports. (Tool fixtures are
+        read by the ``llmeval_broker`` fixture, which a conftest may replace: a bad one is
+        the error of each case that asks for it.)"""
         try:
             _ = self.context
-            ToolBroker.from_dir(self.settings.fixtures)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
 

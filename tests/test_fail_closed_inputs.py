@@ -319,27 +319,51 @@ def _deep_in(body: str) -> str:
         ("tools.json", "--llmeval-tool-registry", "tools.json:2: the tool registry is not valid: "),
         ("seed.json", "--llmeval-seed-manifest", "seed.json:2: "),
         ("snap.json", "--llmeval-snapshot", "snap.json:2: "),
-        ("fixtures/tools/deep.jsonl", None, "fixture fixtures/tools/deep.jsonl:2: "),
     ],
-    ids=["prices", "registry", "seed-manifest", "snapshot", "tool-fixtures"],
+    ids=["prices", "registry", "seed-manifest", "snapshot"],
 )
 def test_a_support_file_every_case_needs_is_a_usage_error_at_the_start(
-    pytester: pytest.Pytester, path: str, option: str | None, shown: str, depth: str
+    pytester: pytest.Pytester, path: str, option: str, shown: str, depth: str
 ) -> None:
-    """Too deep a prices, registry, seed-manifest, snapshot or fixture file: one line naming
+    """Too deep a prices, registry, seed-manifest or snapshot file: one line naming
     ``path:line`` and exit 4 before any case runs, never a RecursionError without reports."""
     target = pytester.path / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(_deep_in(depth), encoding="utf-8")
     (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
-    args = (option, path) if option else ()
-    result = _run(pytester, *args)
+    result = _run(pytester, option, path)
     err = result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + err
     assert f"{shown}nested more than 100 levels deep" in err.replace(str(pytester.path) + "/", "")
     assert "Traceback" not in err + result.stdout.str()
     assert "INTERNALERROR" not in err + result.stdout.str()
     assert not (pytester.path / "run" / "results.jsonl").exists()  # no case ran
+
+
+@pytest.mark.parametrize("depth", [DEEP, JUST_TOO_DEEP], ids=["recursion", "cap"])
+def test_a_bad_tool_fixture_file_is_each_cases_error(pytester: pytest.Pytester, depth: str) -> None:
+    """Tool fixtures are read by the ``llmeval_broker`` fixture (a conftest may replace it),
+    so a bad file is the one-line error of every case that asks for the broker; the reports
+    are still written and the run is red, never green."""
+    fixtures = pytester.path / "fixtures" / "tools"
+    fixtures.mkdir(parents=True)
+    (fixtures / "deep.jsonl").write_text(_deep_in(depth), encoding="utf-8")
+    (pytester.path / "qa.golden.json").write_text(
+        json.dumps([_row("a"), _row("b", "other")]), encoding="utf-8"
+    )
+    result = _run(pytester, *GATE)
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    rows = _results(pytester)
+    assert _outcomes(rows) == {"qa.golden.json::a": "error", "qa.golden.json::b": "error"}
+    for row in rows:
+        assert (
+            f"fixture {fixtures / 'deep.jsonl'}:2: nested more than 100 levels deep"
+            in (row["error"])
+        )
+    assert _gates(pytester) == {"golden.pass_rate>=0.5": "failed"}
+    assert (pytester.path / "run" / "summary.md").is_file()
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ between runners.
 from __future__ import annotations
 
 import copy
-import json
 import re
 import threading
 import time
@@ -33,6 +32,7 @@ from typing import Any, Literal
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import canonical_json, fingerprint
 from pytest_llmeval.models import ToolCallRecord
+from pytest_llmeval.safe_read import SupportFileError, iter_json_values
 
 __all__ = [
     "NORMALIZATION_VERSION",
@@ -126,23 +126,13 @@ def parse_entry(raw: Any, origin: str) -> FixtureEntry:
 
 def iter_fixture_file(path: Path) -> Iterator[FixtureEntry]:
     """Entries of one fixture file, in file order; raises :class:`ConfigError` naming
-    ``path:line`` for unreadable files, bad JSON and malformed entries."""
+    ``path:line`` for unreadable files, bad JSON (through the support-file reader and its
+    caps) and malformed entries."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"fixture {path}: cannot read: {exc}") from exc
-    decoder = json.JSONDecoder()
-    position, length = 0, len(text)
-    while True:
-        while position < length and text[position] in " \t\r\n\ufeff":
-            position += 1
-        if position >= length:
-            return
-        line = text.count("\n", 0, position) + 1
-        try:
-            raw, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as exc:
-            raise _fixture_error(f"{path}:{line}", None, f"invalid JSON: {exc.msg}") from exc
+        values = list(iter_json_values(path))
+    except SupportFileError as exc:
+        raise _fixture_error(exc.where, None, exc.message) from None
+    for line, raw in values:
         yield parse_entry(raw, f"{path}:{line}")
 
 

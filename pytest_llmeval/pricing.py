@@ -14,7 +14,6 @@ counted apart, so a run can say how many tokens it could not price.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from pytest_llmeval import safe_yaml
 from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.safe_read import SupportFileError, read_json_or_yaml
 
 __all__ = [
     "ANY_MODEL",
@@ -79,10 +79,9 @@ def load_prices(path: Path) -> dict[str, Price]:
     """The price table in ``path`` (``.json``: JSON, else YAML); ``ConfigError`` naming the
     file and the entry when it cannot be used."""
     try:
-        text = safe_yaml.read_limited(path)
-        data: Any = json.loads(text) if path.suffix == ".json" else safe_yaml.load(text).value
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"--llmeval-prices {path}: cannot read it: {exc}") from None
+        data: Any = read_json_or_yaml(path, max_bytes=safe_yaml.MAX_BYTES).value
+    except SupportFileError as exc:
+        raise ConfigError(f"--llmeval-prices {exc}") from None
     if not isinstance(data, dict) or not data:
         raise ConfigError(
             f"--llmeval-prices {path}: expected a mapping of model name to "

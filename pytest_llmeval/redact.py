@@ -13,13 +13,17 @@ failure messages, junit properties). It replaces with ``[REDACTED]``:
 * URL credentials: user-info (``https://user:pass@host`` → ``https://[REDACTED]@host``) and
   the values of credential query parameters (``?api_key=``, ``key``, ``token``,
   ``access_token``, ``sig``, ``X-Amz-Signature``, ``password`` …; see :func:`secret_param`);
+  a key in a URL's path (a gateway's ``https://gw/<key>/v1``) is masked where it is the
+  value of a key variable (wherever it appears) or looks like a key (:func:`looks_secret`);
 * extra patterns (``--llmeval-redact-pattern``) and the literal values of the session's
   secrets (:func:`pytest_llmeval.state.session_secrets`): the configured secret environment
   variables (``--llmeval-secret-env``, the runner's API key variable), secret-named
   environment variables (:func:`secret_env_values`: ``CI_JOB_TOKEN`` …), the credentials of the
   configured URLs (:func:`url_secrets`) and the secret-named values of ``--llmeval-extra-body``
   (:func:`named_secrets`). A literal value is masked wherever it appears, whatever the shape
-  of the text around it.
+  of the text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``;
+  :data:`PLACEHOLDER_KEYS`) and values under :data:`MIN_SECRET_LENGTH` characters are not
+  secrets: they would be masked in, and found by the leak check in, ordinary text.
 
 :meth:`Redactor.argv` redacts a command line the same way, and also the value given to a
 secret-named option (``--token X``, ``--api-key=X``, ``-o api_key=X``).
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import json
 import logging
 import os
@@ -43,7 +48,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 MASK = "[REDACTED]"
 TOKEN_PATTERNS = (
@@ -63,6 +68,8 @@ _NAMES_A_VARIABLE = re.compile(r"[_-]env$", re.IGNORECASE)
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.~%-]+)=)(?P<value>[^&#\s\"'<>\\]+)")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
+_SEGMENT_CHARS = re.compile(r"[A-Za-z0-9._~+=-]+")
+_TOKEN_SHAPE = re.compile("|".join(f"(?:{p})" for p in TOKEN_PATTERNS))
 SECRET_PARAM_WORDS = frozenset(
     {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "auth",
      "sig", "signature", "credential", "credentials", "jwt"}
@@ -75,26 +82,89 @@ SECRET_ENV_NAME = re.compile(
 )
 """An environment variable whose name ends like this holds a secret (``CI_JOB_TOKEN``,
 ``CI_REGISTRY_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, ``CI_JOB_JWT_V2``)."""
-MIN_SECRET_LENGTH = 4
-"""Shorter environment values are not treated as secrets (they would match everywhere)."""
+MIN_SECRET_LENGTH = 8
+"""Shorter values of the key variables are not treated as secrets: masking a short word
+everywhere would garble every report (and the leak check would find it in ordinary text)."""
 MIN_FOUND_SECRET_LENGTH = 8
 """The least length of a secret found rather than configured (a URL's password, a
 secret-named variable or extra-body value): masking a short word everywhere would garble
 every report, while such a value is still masked where its shape shows (user-info, key)."""
+PLACEHOLDER_KEYS = frozenset(
+    {"ollama", "empty", "none", "null", "sk-no-key-required", "lm-studio", "not-needed",
+     "no-key", "dummy", "placeholder"}
+)  # fmt: skip
+"""Keys that local servers document as "any value works" (Ollama's ``ollama``, vLLM's
+``EMPTY``, llama.cpp's ``sk-no-key-required``, LM Studio's ``lm-studio``), in lower case:
+such a value is not a secret, and it appears in ordinary text (``ollama_smoke.golden.json``)."""
+_TOKEN_PLACEHOLDERS = tuple(k for k in PLACEHOLDER_KEYS if re.fullmatch(TOKEN_PATTERNS[0], k))
+"""The placeholders a token pattern would mask (``sk-no-key-required``)."""
+MIN_SEGMENT_LENGTH = 20
+"""The shortest URL path segment that can look like a key by its shape alone."""
 
 
-def public_url(url: str) -> str:
-    """``url`` without user-info, query string and fragment: safe to log and to fingerprint."""
+def is_placeholder(value: str) -> bool:
+    """Whether a key variable's value is not treated as a secret: shorter than
+    :data:`MIN_SECRET_LENGTH`, or one of the well-known :data:`PLACEHOLDER_KEYS` (any case)."""
+    value = value.strip()
+    return len(value) < MIN_SECRET_LENGTH or value.lower() in PLACEHOLDER_KEYS
+
+
+def looks_secret(segment: str) -> bool:
+    """Whether a URL path segment looks like a key by its shape: a token shape (``sk-…``,
+    ``hf_…``), or :data:`MIN_SEGMENT_LENGTH` or more characters of letters and digits (and
+    ``-_.~+=``) that switch between lower case, upper case and digits at least every third
+    character, as random keys do and model or deployment names
+    (``claude-3-5-sonnet-20241022``, ``Meta-Llama-3.1-8B-Instruct``) do not."""
+    if len(segment) < MIN_SEGMENT_LENGTH or _SEGMENT_CHARS.fullmatch(segment) is None:
+        return False
+    if _TOKEN_SHAPE.search(segment):
+        return True
+    kinds = [c.isdigit() + 2 * c.isupper() for c in segment if c.isalnum()]
+    switches = sum(1 for a, b in itertools.pairwise(kinds) if a != b)
+    letters = 0 in kinds or 2 in kinds
+    return letters and 1 in kinds and switches >= max(8, 0.4 * len(kinds))
+
+
+def _mask_path(path: str, secrets: Iterable[str]) -> str:
+    """A URL path with each segment that looks like a key, and each known secret in any
+    segment, replaced by :data:`MASK`."""
+    known = sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        if looks_secret(segment) or looks_secret(unquote(segment)):
+            segments[index] = MASK
+            continue
+        for secret in known:
+            for form in {secret, quote(secret, safe="")}:
+                segment = segment.replace(form, MASK)
+        segments[index] = segment
+    return "/".join(segments)
+
+
+def public_url(url: str, secrets: Iterable[str] = ()) -> str:
+    """``url`` without user-info, query string and fragment, and with every path segment
+    that holds a key masked (one of ``secrets``, or a segment that :func:`looks_secret`):
+    safe to log and to fingerprint (``https://gw/<key>/v1`` → ``https://gw/[REDACTED]/v1``)."""
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, host, _mask_path(parts.path, secrets), "", ""))
 
 
 def secret_values(env_names: Iterable[str], environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of the named environment variables that are long enough to be secrets."""
+    """The values of the named environment variables that are secrets (not a placeholder
+    and not short: :func:`is_placeholder`)."""
     env = os.environ if environ is None else environ
     values = {env.get(name, "") for name in env_names}
-    return sorted(v for v in values if len(v) >= MIN_SECRET_LENGTH)
+    return sorted(v for v in values if not is_placeholder(v))
+
+
+def placeholder_names(
+    env_names: Iterable[str], environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The named environment variables that are set but whose values are not treated as
+    secrets (:func:`is_placeholder`): a session says so once."""
+    env = os.environ if environ is None else environ
+    return sorted(n for n in set(env_names) if env.get(n, "").strip() and is_placeholder(env[n]))
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -109,7 +179,9 @@ def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
     values = {
         value
         for name, value in env.items()
-        if is_secret_env_name(name) and len(value) >= MIN_FOUND_SECRET_LENGTH
+        if is_secret_env_name(name)
+        and len(value) >= MIN_FOUND_SECRET_LENGTH
+        and not is_placeholder(value)
     }
     return sorted(v for v in values if not os.path.exists(v))
 
@@ -146,12 +218,24 @@ def url_secrets(url: str) -> list[str]:
     for match in _QUERY_PARAM.finditer("?" + parts.query):  # the raw (still quoted) values too
         if secret_param(match["name"]):
             found.add(match["value"])
-    return sorted(v for v in found if v)
+    for segment in parts.path.split("/"):  # a gateway's key in the path: https://gw/<key>/v1
+        found.update(s for s in {segment, unquote(segment)} if looks_secret(s))
+    return sorted(v for v in found if v and v.strip().lower() not in PLACEHOLDER_KEYS)
 
 
 def urls_in(text: str) -> list[str]:
     """The URL-looking words of ``text`` (``scheme://…`` up to whitespace or a quote)."""
     return _URL.findall(text) if "://" in text else []
+
+
+def header_secrets(headers: Mapping[str, str]) -> list[str]:
+    """The values of secret-named request headers (``Authorization``, ``X-Api-Key``), and
+    their credential part (``Bearer <key>`` → ``<key>``)."""
+    found = []
+    for name, value in headers.items():
+        if _sensitive(name):
+            found += [value, value.partition(" ")[2].strip()]
+    return [v for v in found if v]
 
 
 def named_secrets(value: Any) -> list[str]:
@@ -199,7 +283,7 @@ class Redactor:
         self._pattern = re.compile("|".join(f"(?:{p})" for p in parts))
 
     def text(self, text: str) -> str:
-        return self._pattern.sub(MASK, redact_text(text))
+        return self._pattern.sub(_mask_unless_placeholder, redact_text(text))
 
     def argv(self, args: Sequence[str]) -> list[str]:
         """A command line redacted: every argument as :meth:`text` (URLs, tokens, secrets),
@@ -259,6 +343,13 @@ def _sensitive(key: str) -> bool:
     """Whether a key names a secret (results repeat the same few keys for every case); a key
     naming an environment variable (``api_key_env``) does not: its value is a name."""
     return SENSITIVE_KEY.search(key) is not None and _NAMES_A_VARIABLE.search(key) is None
+
+
+def _mask_unless_placeholder(match: re.Match[str]) -> str:
+    """:data:`MASK`, unless the match is a placeholder key of a token's shape
+    (``sk-no-key-required``, also inside a file name such as ``sk-no-key-required_smoke``)."""
+    found = match[0]
+    return found if found.lower().startswith(_TOKEN_PLACEHOLDERS) else MASK
 
 
 def _mask_param(match: re.Match[str]) -> str:

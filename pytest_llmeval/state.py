@@ -20,11 +20,14 @@ import pytest
 
 from pytest_llmeval import sharding
 from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
     Redactor,
+    is_placeholder,
     named_secrets,
+    placeholder_names,
     redact_logs,
     secret_env_values,
     secret_values,
@@ -69,6 +72,8 @@ class LLMEvalState:
         self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
+        self.placeholders = placeholder_names(secret_env_names(settings))
+        """Key variables that are set to a placeholder or a short value: not masked."""
         redact_logs(self.redactor)
         workspaces = RunLayout(self.run_dir).workspaces
         self.dispatcher = Dispatcher(
@@ -128,6 +133,17 @@ class LLMEvalState:
     @functools.cached_property
     def context(self) -> SuiteContext:
         return SuiteContext.from_settings(self.settings)
+
+    def check_support_files(self) -> None:
+        """Read now the support files the suites need (the tool registry, the seed manifest,
+        the snapshot): one that cannot be used is one usage error naming ``path:line`` before
+        any case runs, not a collection error or a run without reports. (Tool fixtures are
+        read by the ``llmeval_broker`` fixture, which a conftest may replace: a bad one is
+        the error of each case that asks for it.)"""
+        try:
+            _ = self.context
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     def is_support_file(self, path: Path) -> bool:
         """Whether ``path`` lies in the tool-fixture or cassette folder."""
@@ -189,7 +205,8 @@ def session_secrets(
     for text in (*args, *llmeval_env):
         found.update(named_secrets(_json_object(text)))
     configured = secret_values(secret_env_names(settings), env)
-    return sorted({*configured, *(v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH)})
+    found = {v for v in found if len(v) >= MIN_FOUND_SECRET_LENGTH and not is_placeholder(v)}
+    return sorted({*configured, *found})
 
 
 def _json_object(text: str) -> Any:

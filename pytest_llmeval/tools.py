@@ -10,7 +10,6 @@ metaschema it names (draft 2020-12 by default); YAML is read with the limits of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from pytest_llmeval import safe_yaml, schemas
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.models import ToolSpec
+from pytest_llmeval.safe_read import SupportFileError, parse_json, read_bytes
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import SchemaError
@@ -88,28 +88,24 @@ _SHAPE = "expected a list of tools or an object with a 'tools' list"
 
 
 def _read(path: Path) -> _Document:
-    """The registry's parsed content: YAML through the safe loader, JSON as it is."""
+    """The registry's parsed content: YAML through the safe loader, JSON strictly, both
+    within the support-file caps (:mod:`pytest_llmeval.safe_read`)."""
     yaml_file = path.suffix in (".yaml", ".yml")
     try:
-        if yaml_file:
-            text = safe_yaml.read_limited(path, REGISTRY_MAX_BYTES)
-        else:
-            text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the tool registry: {exc.strerror}") from None
-    except (UnicodeDecodeError, safe_yaml.YamlLimitError) as exc:
+        data = read_bytes(path, max_bytes=REGISTRY_MAX_BYTES)
+        if not yaml_file:
+            return _Document(parse_json(data, str(path)), data.decode("utf-8"), None)
+        text = data.decode("utf-8")
+    except SupportFileError as exc:
+        raise ConfigError(f"{exc.where}: the tool registry is not valid: {exc.message}") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: the tool registry is not valid: {exc}") from None
-    if yaml_file:
-        try:
-            parsed = safe_yaml.load(text, max_nodes=REGISTRY_MAX_NODES)
-        except safe_yaml.YamlLimitError as exc:
-            where = f"{path}:{exc.line}" if exc.line else str(path)
-            raise ConfigError(f"{where}: the tool registry is not valid: {exc.message}") from None
-        return _Document(parsed.value, text, parsed)
     try:
-        return _Document(json.loads(text), text, None)
-    except ValueError as exc:
-        raise ConfigError(f"{path}: the tool registry is not valid: {exc}") from None
+        parsed = safe_yaml.load(text, max_nodes=REGISTRY_MAX_NODES)
+    except safe_yaml.YamlLimitError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise ConfigError(f"{where}: the tool registry is not valid: {exc.message}") from None
+    return _Document(parsed.value, text, parsed)
 
 
 class _Document:

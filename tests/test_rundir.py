@@ -99,5 +99,5 @@ def test_a_broken_report_names_the_file_and_field(run_dir: Path) -> None:
     with pytest.raises(RunDirError, match=r"report\.json: totals\.passed: "):
         read_run(run_dir)
     path.write_text("{not json")
-    with pytest.raises(RunDirError, match=r"report\.json: not JSON"):
+    with pytest.raises(RunDirError, match=r"report\.json:1: not JSON: invalid JSON: Expecting"):
         read_run(run_dir)

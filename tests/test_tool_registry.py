@@ -62,7 +62,8 @@ def test_accepted_shapes(tmp_path: Path) -> None:
         ({"tools": ["get_weather"]}, "tools.json:3: tools[0]: expected an object, got a string"),
         ({"tool": []}, "tools.json: expected a list of tools or an object with a 'tools' list"),
         ("3", "tools.json: expected a list of tools or an object with a 'tools' list"),
-        ("{", "tools.json: the tool registry is not valid: Expecting property name"),
+        ("{", "tools.json:1: the tool registry is not valid: invalid JSON: the file ends inside"),
+        ("[" * 101 + "]" * 101, "tools.json:1: the tool registry is not valid: nested more than"),
     ],
 )
 def test_json_registry_errors(tmp_path: Path, content: Any, message: str) -> None:

@@ -45,7 +45,6 @@ Markdown are one feature and change together; the models it writes are in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -55,6 +54,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_llmeval import safe_read
 from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
 from pytest_llmeval.markdown import md_cell, md_code, one_line
 from pytest_llmeval.models import CaseResult, Outcome
@@ -272,16 +272,18 @@ def _load_run_dir(path: Path) -> Baseline:
         raise BaselineError(f"baseline {exc}") from None
     cases = []
     try:
-        text = results_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = safe_read.read_bytes(results_path).decode("utf-8")
+    except safe_read.SupportFileError as exc:
+        raise BaselineError(f"baseline {results_path}: cannot read: {exc.message}") from None
+    except UnicodeDecodeError as exc:
         raise BaselineError(f"baseline {results_path}: cannot read: {exc}") from None
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BaselineError(f"baseline {results_path}:{number}: not JSON: {exc}") from None
+            row = safe_read.parse_json(line, str(results_path), first_line=number)
+        except safe_read.SupportFileError as exc:
+            raise BaselineError(f"baseline {exc.where}: not JSON: {exc.message}") from None
         cases.append(_case(row, f"{results_path}:{number}"))
     run_id = None
     manifest_path = path / "manifest.json"

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
-from pytest_llmeval.redact import find_leaks
+from pytest_llmeval.redact import MIN_SECRET_LENGTH, find_leaks
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.baseline import diff_markdown, write_baseline
 from pytest_llmeval.report.interruption import Interruption, crashed_result, merged_counts
@@ -236,6 +236,8 @@ class SessionReport:
             )
         if self.run_dir is not None and not unwritten:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
+        if self.state.placeholders:
+            terminalreporter.write_line(placeholder_notice(self.state.placeholders))
         for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.mlflow_run_id is not None:
@@ -243,3 +245,12 @@ class SessionReport:
             terminalreporter.write_line(
                 f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
             )
+
+
+def placeholder_notice(names: list[str]) -> str:
+    """The one line saying which key variables hold a value that is not treated as a secret."""
+    return (
+        f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
+        f"sk-no-key-required, ...) or one under {MIN_SECRET_LENGTH} characters: not treated "
+        "as a secret (not masked in the reports, not looked for by the leak check)"
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_llmeval import __version__
 from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import Redactor
@@ -57,7 +58,7 @@ class RunWriter:
             runners,
             {
                 "tool_registry_sha256": registry.fingerprint() if len(registry) else None,
-                "fixtures_sha256": ToolBroker.from_dir(settings.fixtures).fingerprint(),
+                "fixtures_sha256": _fixtures_fingerprint(settings.fixtures),
             },
         )
 
@@ -204,3 +205,12 @@ def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
                 "event_index": index,
                 **event,
             }
+
+
+def _fixtures_fingerprint(folder: Path) -> str | None:
+    """The tool fixtures' fingerprint; ``None`` when they cannot be read (each case that
+    needed them is already an error saying why): the reports are still written."""
+    try:
+        return ToolBroker.from_dir(folder).fingerprint()
+    except ConfigError:
+        return None

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval import safe_read
 from pytest_llmeval.errors import RunDirError
 from pytest_llmeval.rundir.layout import RunLayout
 
@@ -88,15 +89,14 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
 def read_json(path: Path) -> Any:
     """``path``'s JSON value; ``None`` when the file does not exist.
 
-    Raises :class:`~pytest_llmeval.errors.RunDirError` naming the file for anything else.
+    Read through the support-file reader (its size and depth caps); raises
+    :class:`~pytest_llmeval.errors.RunDirError` naming the file (and line) for anything else.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot be read: {exc}") from None
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise RunDirError(f"{path}: not JSON: {exc}") from None
+        return safe_read.read_json(path)
+    except safe_read.SupportFileError as exc:
+        if exc.unreadable:
+            raise RunDirError(f"{path}: cannot be read: {exc.message}") from None
+        raise RunDirError(f"{exc.where}: not JSON: {exc.message}") from None

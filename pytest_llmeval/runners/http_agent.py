@@ -32,7 +32,7 @@ from pytest_llmeval.errors import RunnerError
 from pytest_llmeval.limits import Limiter
 from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import ToolCallRecord
-from pytest_llmeval.redact import public_url
+from pytest_llmeval.redact import header_secrets, public_url
 from pytest_llmeval.runners.base import AgentResponse
 from pytest_llmeval.runners.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -98,14 +98,14 @@ class HttpAgentRunner(AsyncClosing):
             limiter=limiter,
             transport=transport,
             max_response_bytes=max_response_bytes,
-            backend=public_url(url),
+            backend=public_url(url, header_secrets(self.headers)),
         )
         self.timeout_s = self._http.timeout_s
         self.max_retries = self._http.max_retries
         self.backoff_s = self._http.backoff_s
         self.max_backoff_s = self._http.max_backoff_s
         self.deterministic = deterministic
-        self._public_url = public_url(url)
+        self._public_url = public_url(url, header_secrets(self.headers))
 
     def fingerprint(self) -> dict[str, Any]:
         """``{"type": "http-agent", "url": <url without user-info and query>}``."""

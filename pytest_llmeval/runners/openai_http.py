@@ -53,7 +53,7 @@ import asyncio
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
@@ -66,7 +66,7 @@ from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.prompt import PromptWrapper
 from pytest_llmeval.providers import route_model
-from pytest_llmeval.redact import mask_named, named_secrets, public_url
+from pytest_llmeval.redact import mask_named, named_secrets, public_url, secret_values
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -108,6 +108,8 @@ class OpenAIRunner(AsyncClosing):
         transport: ``"aiohttp"`` or ``"httpx"`` (:mod:`pytest_llmeval.runners.transport`);
             ``None``: the default, aiohttp.
         max_response_bytes: Largest response body read; a longer one is the case's error.
+        secrets: Other secret values (``--llmeval-secret-env``) that may stand in the base
+            URL's path; masked, with the API key, where the URL is shown or fingerprinted.
     """
 
     name = "openai"
@@ -136,6 +138,7 @@ class OpenAIRunner(AsyncClosing):
         limiter: Limiter | None = None,
         transport: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        secrets: Sequence[str] = (),
     ) -> None:
         if not model:
             raise ConfigError("openai: a model name is needed (--llmeval-model)")
@@ -162,6 +165,8 @@ class OpenAIRunner(AsyncClosing):
         self.provider = provider
         self.loglik_concurrency = loglik_concurrency
         request_headers = dict(headers or {})
+        self._url_secrets = [*([api_key] if api_key else []), *secrets]
+        """Masked in the URL this runner shows and fingerprints (a gateway's key in the path)."""
         if api_key:
             request_headers["Authorization"] = f"Bearer {api_key}"
         self._http = JsonHttp(
@@ -181,7 +186,7 @@ class OpenAIRunner(AsyncClosing):
             limiter=limiter,
             transport=transport,
             max_response_bytes=max_response_bytes,
-            backend=public_url(self.base_url),
+            backend=public_url(self.base_url, self._url_secrets),
         )
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
@@ -214,6 +219,7 @@ class OpenAIRunner(AsyncClosing):
             limiter=limiter,
             transport=settings.http_transport,
             max_response_bytes=settings.max_response_bytes,
+            secrets=secret_values(settings.secret_env),
         )
 
     def fingerprint(self) -> dict[str, Any]:
@@ -221,7 +227,7 @@ class OpenAIRunner(AsyncClosing):
         return {
             "type": self.name,
             "model": self.model,
-            "base_url": public_url(self.base_url),
+            "base_url": public_url(self.base_url, self._url_secrets),
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
@@ -485,7 +491,9 @@ class OpenAIRunner(AsyncClosing):
         return data
 
     def _protocol_error(self, where: str, what: str) -> NoReturn:
-        raise RunnerError(self._http.say(public_url(where), what), kind="protocol")
+        raise RunnerError(
+            self._http.say(public_url(where, self._url_secrets), what), kind="protocol"
+        )
 
 
 # -- OpenAI wire format ---------------------------------------------------------------------------

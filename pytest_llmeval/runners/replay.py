@@ -33,6 +33,7 @@ from pytest_llmeval.context import next_repeat_index, repeat_index
 from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.fingerprint import fingerprint
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
+from pytest_llmeval.safe_read import SupportFileError, read_json
 
 RecordMode = Literal["none", "new", "all"]
 
@@ -140,9 +141,9 @@ class CassetteStore:
         """The fingerprint dict in ``folder/runner.json``; ConfigError when unusable."""
         path = folder / RUNNER_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cassettes: cannot read {path}: {exc}") from exc
+            data = read_json(path)
+        except SupportFileError as exc:
+            raise ConfigError(f"cassettes: {exc}; record the runner again") from None
         if not isinstance(data, dict):
             raise ConfigError(f"cassettes: {path} must hold a JSON object")
         return data
@@ -156,31 +157,23 @@ class CassetteStore:
 
     def get(self, folder: Path, key: str) -> Completion | None:
         """The recorded completion for ``key``, or ``None`` when there is none."""
-        path = self.path(folder, key)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        record = _read_cassette(self.path(folder, key), "completion")
+        if record is None:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RunnerError(f"cannot read cassette {path}: {exc}", kind="cassette") from exc
         try:
-            return Completion.model_validate(json.loads(text)["completion"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
-            raise RunnerError(
-                f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
-            ) from exc
+            return Completion.model_validate(record)
+        except ValidationError as exc:
+            raise _corrupt(self.path(folder, key), _first_problem(exc)) from None
 
     def get_loglik(self, folder: Path, key: str) -> Loglik | None:
         """The recorded log-likelihood for ``key``, or ``None``."""
-        path = self.path(folder, key)
-        try:
-            return Loglik.model_validate(json.loads(path.read_text(encoding="utf-8"))["loglik"])
-        except FileNotFoundError:
+        record = _read_cassette(self.path(folder, key), "loglik")
+        if record is None:
             return None
-        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
-            raise RunnerError(
-                f"corrupt cassette {path}: {exc}; delete it and record again", kind="cassette"
-            ) from exc
+        try:
+            return Loglik.model_validate(record)
+        except ValidationError as exc:
+            raise _corrupt(self.path(folder, key), _first_problem(exc)) from None
 
     def put_loglik(
         self, folder: Path, key: str, request: LoglikRequest, repeat: int, result: Loglik
@@ -212,6 +205,35 @@ class CassetteStore:
             record = {**self.redact(record), "key": key}
         write_atomic(path, _pretty_json(record))
         return path
+
+
+def _read_cassette(path: Path, field: str) -> Any:
+    """The ``field`` of the cassette at ``path`` (``None`` when there is no cassette), read
+    through the support-file reader: a broken one is that case's cassette error saying what
+    is wrong (cut short, NaN, invalid UTF-8, nested too deeply) and where."""
+    if not path.is_file():
+        return None
+    try:
+        record = read_json(path)
+    except SupportFileError as exc:
+        if exc.unreadable:
+            raise RunnerError(f"cannot read cassette {exc}", kind="cassette") from None
+        raise _corrupt(exc.where, exc.message) from None
+    if not isinstance(record, dict) or field not in record:
+        raise _corrupt(path, f"expected a JSON object with {field!r}")
+    return record[field]
+
+
+def _corrupt(where: Path | str, what: str) -> RunnerError:
+    return RunnerError(
+        f"corrupt cassette {where}: {what}; delete it and record again", kind="cassette"
+    )
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def _miss(folder: Path, key: str, repeat: int, why: str) -> CassetteMiss:

@@ -7,15 +7,15 @@ file into cases (``load``), judges one transcript (``score``) and sums results u
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_llmeval.errors import CaseFileError, ConfigError
+from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.fingerprint import canonical_json, sha256_hex
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
+from pytest_llmeval.safe_read import read_json
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.tools import ToolRegistry
 
@@ -54,16 +54,13 @@ class SuiteContext:
 
 
 def _read_json(path: Path | None, *, required: bool) -> Any:
+    """The seed manifest or the snapshot, through the support-file reader (its caps; a
+    ConfigError naming ``path:line``); ``None`` when not configured, or optional and absent."""
     if path is None:
         return None
     if not path.exists() and not required:
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    return read_json(path)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -109,14 +109,20 @@ class GaiaSuite:
                 yield exc
                 continue
             rows.append(item)
+        ids = _given_ids(rows)
         for row in select(rows, options):
             try:
-                yield self._case(source, row, options, ctx)
+                yield self._case(source, row, options, ctx, ids)
             except CaseFileError as exc:
                 yield exc
 
     def _case(
-        self, source: CaseSource, row: GaiaRow, options: GaiaOptions, ctx: SuiteContext
+        self,
+        source: CaseSource,
+        row: GaiaRow,
+        options: GaiaOptions,
+        ctx: SuiteContext,
+        ids: Collection[str] = (),
     ) -> EvalCase:
         values = row.row
         read = RowReader(source.display, row.line, values)
@@ -127,7 +133,7 @@ class GaiaSuite:
         question = read.text(question_column, required=True) or ""
         truth = _truth(read, truth_column)
         id_column = first_column(values, ID_COLUMNS)
-        case_id = (read.id(id_column) if id_column else None) or f"row{row.index}"
+        case_id = (read.id(id_column) if id_column else None) or _row_name(row.index, ids)
         attachment = _attachment(source, row, options)
         shown = _shown(attachment, options, ctx) if attachment else None
         system = gaia.GAIA_SYSTEM_PROMPT if options.system_prompt is None else options.system_prompt
@@ -208,6 +214,25 @@ class GaiaSuite:
         if unleveled.get("questions"):
             parts.append(f"no level {_share(unleveled)}")
         return [", ".join(parts)]
+
+
+def _given_ids(rows: Sequence[GaiaRow]) -> set[str]:
+    """The ids the file's rows give themselves (whatever their type, as strings)."""
+    ids = set()
+    for row in rows:
+        column = first_column(row.row, ID_COLUMNS)
+        value = row.row.get(column) if column else None
+        if value is not None and not isinstance(value, bool):
+            ids.add(str(value))
+    return ids
+
+
+def _row_name(index: int, ids: Collection[str]) -> str:
+    """``row<index>`` for a row without an id; ``_`` appended while a row's own id is that."""
+    name = f"row{index}"
+    while name in ids:
+        name += "_"
+    return name
 
 
 def _level(source: CaseSource, row: GaiaRow) -> int | None:

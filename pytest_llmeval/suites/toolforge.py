@@ -8,7 +8,6 @@ summary.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
@@ -16,10 +15,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pytest_llmeval.clip import full_length
+from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import file_sha256
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.redact import public_url
 from pytest_llmeval.rundir.models import SuiteSection
+from pytest_llmeval.safe_read import read_json
 from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -289,8 +290,8 @@ def _baseline(ctx: SuiteContext, name: str) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = read_json(path)
+    except ConfigError:  # an unusable earlier artifact: nothing to compare with
         return None
     return value if isinstance(value, dict) else None
 

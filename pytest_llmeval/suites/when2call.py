@@ -297,6 +297,8 @@ def _json_object(read: RowReader, field: str, text: str) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise read.error(field, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise read.error(field, "not valid JSON: nested too deeply") from None
     if not isinstance(value, dict):
         raise read.error(field, "expected a JSON object in the string")
     return value

@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    if (state.settings.run_dir or state.settings.resume) and not config.option.collectonly:
+        state.claim_run_dir()  # a named run dir is this session's, or a usage error
     config.stash[deselections_key] = Deselections(state)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):
@@ -80,6 +82,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
+        state.release_run_dir()
     report = config.stash.get(session_report_key, None)
     if report is not None:
         config.pluginmanager.unregister(report)
@@ -145,6 +148,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
     state.runahead.plan(session.items, _is_eval_item)
     if any(isinstance(item, EvalItem) for item in session.items):
+        if not session.config.option.collectonly:
+            state.claim_run_dir()
         state.services.start_judge()
 
 

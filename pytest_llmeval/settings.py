@@ -173,6 +173,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="RUN_DIR",
     ),
     OptionSpec(
+        "resume-allow-mismatch",
+        "Resume even when RUN_DIR was made from another dataset (no case in common, or every "
+        "one changed) or another runner; cases whose row changed still run again, and "
+        "results of the other runner are kept.",
+        type="flag",
+    ),
+    OptionSpec(
         "update-baseline",
         "Write this run as the baseline file PATH (bless it).",
         type="path",
@@ -557,6 +564,8 @@ class Settings(BaseModel):
     """Baseline file or previous run dir to diff against."""
     resume: Path | None = None
     """Run dir of an interrupted run to finish."""
+    resume_allow_mismatch: bool = False
+    """Resume a run dir made from another dataset or runner."""
     update_baseline: Path | None = None
     """Where to write this run as the new baseline."""
     baseline_allow_mismatch: bool = False

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmeval import sharding
+from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
@@ -33,6 +34,8 @@ from pytest_llmeval.redact import (
 )
 from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
+from pytest_llmeval.errors import RunDirError
+from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import Journal, next_attempt, read_final
 from pytest_llmeval.rundir.layout import RunLayout
@@ -60,11 +63,23 @@ class LLMEvalState:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
             self.attempt = int(workerinput[ATTEMPT_KEY])
         else:
+            _check_targets(settings)
+            _check_rootdir(config)
             self.run_dir, self.run_id = plan_run_dir(
                 settings.output_root, settings.resume or settings.run_dir
             )
             self.attempt = next_attempt(self.run_dir)
-        self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
+        self.lock: RunDirLock | None = None
+        """The controller's lock on the run dir, once claimed (:meth:`claim_run_dir`)."""
+        self.refusal: str | None = None
+        self.resume_notes: list[str] = []
+        """Lines for the terminal about what a resume reuses and runs again."""
+        self._runner_checked = hasattr(config, "workerinput")  # the controller's session checks
+        """Why the session stopped before running anything (nothing is written then)."""
+        try:
+            self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
+        except RunDirError as exc:
+            raise pytest.UsageError(str(exc)) from None
         worker = workerinput.get("workerid", "main") if workerinput else "main"
         self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = session_secrets(settings, config.invocation_params.args)
@@ -94,6 +109,27 @@ class LLMEvalState:
         tag_run_dir(self.run_dir)
         return self.run_dir
 
+    def claim_run_dir(self) -> None:
+        """Create, tag and lock the run dir for this session (the controller only; xdist
+        workers belong to its session). A run dir another session holds, or one that cannot
+        be written, is a usage error before anything runs."""
+        if self.lock is not None or hasattr(self.config, "workerinput"):
+            return
+        settings = self.settings
+        flag = "--llmeval-resume" if settings.resume else "--llmeval-run-dir"
+        lock = RunDirLock(self.run_dir, flag if settings.resume or settings.run_dir else "run dir")
+        try:
+            lock.acquire()
+        except RunDirError as exc:
+            self.refusal = str(exc)
+            raise pytest.UsageError(str(exc)) from None
+        self.lock = lock
+
+    def release_run_dir(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Tell an xdist worker where this session's run dir and limits are."""
         workerinput[RUN_DIR_KEY] = str(self.run_dir)
@@ -102,13 +138,56 @@ class LLMEvalState:
         self.limits.hand_to_worker(workerinput)
 
     def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """When resuming, deselect the cases that already have a final result."""
+        """When resuming, deselect the cases whose final result can be reused: same node id
+        and same case fingerprint (the data row, expectations included). A changed case runs
+        again and the terminal says how many did. A run dir from another dataset (no case in
+        common, or every one changed) is a usage error unless
+        ``--llmeval-resume-allow-mismatch``."""
         if not self.finished:
             return
-        keep = [item for item in items if item.nodeid not in self.finished]
-        if len(keep) != len(items):
-            config.hook.pytest_deselected(items=[i for i in items if i.nodeid in self.finished])
-            items[:] = keep
+        reused: list[pytest.Item] = []
+        changed: list[str] = []
+        for item in items:
+            entry = self.finished.get(item.nodeid)
+            if entry is None:
+                continue
+            if _case_fingerprint(item) == entry[0].case_fingerprint:
+                reused.append(item)
+            else:
+                changed.append(item.nodeid)
+        if not reused and not self.settings.resume_allow_mismatch:
+            self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
+            raise pytest.UsageError(self.refusal)
+        for nodeid in changed:
+            del self.finished[nodeid]  # neither reused nor reported: the case runs again
+        if changed:
+            self.resume_notes.append(
+                f"{len(changed)} of {len(reused) + len(changed)} cases changed since the "
+                "interrupted run; running them again"
+            )
+        if reused:
+            config.hook.pytest_deselected(items=reused)
+            drop = {id(item) for item in reused}
+            items[:] = [item for item in items if id(item) not in drop]
+
+    def check_runner(self, agent: Any) -> None:
+        """When resuming, the runner (or agent) must be the one that made the run dir's
+        results, unless ``--llmeval-resume-allow-mismatch``; checked once, at the first case
+        set up, before it runs."""
+        if self._runner_checked or not self.finished:
+            return
+        self._runner_checked = True
+        runner_id = self.results.fingerprint_of(agent)[1]
+        earlier = {r.runner_fingerprint for r, _ in self.finished.values() if r.runner_fingerprint}
+        if not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
+            return
+        self.refusal = (
+            f"--llmeval-resume {self.run_dir}: made by another runner (fingerprint "
+            f"{', '.join(f[:12] for f in sorted(earlier))}, now {runner_id[:12]}); resume with "
+            "the same runner settings, or add --llmeval-resume-allow-mismatch to keep its "
+            "results anyway"
+        )
+        pytest.exit(self.refusal, returncode=pytest.ExitCode.USAGE_ERROR)
 
     def keep_shard(
         self,
@@ -154,6 +233,57 @@ class LLMEvalState:
         """The marker for a case's category or own mark ``name`` (already a marker name): the
         name itself, unless a suite (or ``llmeval``) owns it."""
         return f"category_{name}" if name in self.suite_markers else name
+
+
+def _check_targets(settings: Settings) -> None:
+    """A resume path must be a run dir; an exact run dir must be the plugin's to write."""
+    try:
+        if settings.resume is not None:
+            check_resume_target(settings.resume)
+        elif settings.run_dir is not None:
+            check_run_dir_target(settings.run_dir)
+    except RunDirError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _case_fingerprint(item: pytest.Item) -> str | None:
+    """An eval item's case fingerprint (its case is built from its row only here, on resume);
+    ``None`` for a broken row or another kind of item."""
+    case = getattr(item, "case", None)
+    fingerprint = getattr(case, "fingerprint", None)
+    release = getattr(item, "release", None)
+    if callable(release):
+        release()  # the case is built again when it runs
+    return fingerprint if isinstance(fingerprint, str) and fingerprint else None
+
+
+def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
+    flag = "--llmeval-resume"
+    if changed:
+        what = f"every one of its {changed} finished cases collected again has changed"
+    else:
+        what = f"none of its {finished} finished cases was collected"
+    return (
+        f"{flag} {run_dir}: made from another dataset ({what}); run from the same folder "
+        f"with the same data, or add --llmeval-resume-allow-mismatch to run them again here"
+    )
+
+
+def _check_rootdir(config: pytest.Config) -> None:
+    """Refuse a spaced ``--llmeval-resume PATH`` that moved pytest's rootdir: pytest took the
+    path for a test path before the plugin's options were known, and a moved rootdir renames
+    every case, so nothing of the run dir would match."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    flag = "--llmeval-resume"
+    spaced = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == flag]
+    for value in spaced:
+        moved = rootdir_without(config, value)
+        if moved is not None:
+            raise pytest.UsageError(
+                f"{flag} {value}: pytest took this path for a test path and moved its rootdir to "
+                f"{config.rootpath} (from {moved}), which renames every case; write "
+                f"{flag}={value}"
+            )
 
 
 PYTEST_MARKERS = ("filterwarnings", "parametrize", "skip", "skipif", "usefixtures", "xfail")

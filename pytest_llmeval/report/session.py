@@ -42,9 +42,15 @@ class SessionReport:
         self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
         self.verdict = verdict.Verdict()
         self.mlflow_run_id: str | None = None
+        self.nothing_left = False
+        """A resume found every case finished: it only rebuilt the reports."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
-        for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
-            self.results[nodeid] = result
+
+    def _add_earlier(self) -> None:
+        """A resumed run's earlier results that were reused (those of cases that changed
+        since were dropped at collection and ran again)."""
+        for nodeid, (result, runner) in self.state.finished.items():
+            self.results.setdefault(nodeid, result)
             if runner and result.runner_fingerprint:
                 self.runners.setdefault(result.runner_fingerprint, runner)
 
@@ -71,8 +77,10 @@ class SessionReport:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
+        self._add_earlier()
         empty_shard = settings.shard is not None and not session.config.option.collectonly
-        if self.results or empty_shard:  # an empty shard still writes its run dir
+        refused = self.state.refusal is not None  # stopped before running: touch nothing
+        if (self.results or empty_shard) and not refused:  # an empty shard writes its run dir
             try:
                 self._write()
             except (OSError, UnicodeError, LLMEvalError) as exc:
@@ -82,6 +90,9 @@ class SessionReport:
             session.testscollected += len(reports) // 3
             for report in reports:
                 session.config.hook.pytest_runtest_logreport(report=report)
+        if self.state.finished and not refused:
+            self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            session.exitstatus = _resumed_status(session, settings.exit_on, self.results)
         session.exitstatus = verdict.exit_status(
             session.exitstatus, settings.exit_on, self.verdict.failed
         )
@@ -170,9 +181,16 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.verdict.faults:
+        if (not self.results and not self.verdict.faults) or self.state.refusal is not None:
             return
         terminalreporter.section("llmeval")
+        for line in self.state.resume_notes:
+            terminalreporter.write_line(f"llmeval: {line}")
+        if self.nothing_left:
+            terminalreporter.write_line(
+                "llmeval: nothing left to run: every case has a final result from an earlier "
+                "attempt; the reports were rebuilt"
+            )
         if self.report is not None:
             for line in console.summary_lines(self.report.dump()):
                 terminalreporter.write_line(line)
@@ -199,3 +217,18 @@ class SessionReport:
             terminalreporter.write_line(
                 f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
             )
+
+
+def _resumed_status(
+    session: pytest.Session, exit_on: str, results: dict[str, CaseResult]
+) -> int | pytest.ExitCode:
+    """A resumed session's status counts the earlier attempts' cases too: a failure found
+    before the interruption still fails the run, and a resume with nothing left to run exits
+    as the finished run did (never "no tests collected")."""
+    status = session.exitstatus
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return status
+    missed = any(r.outcome in ("failed", "error") and not r.xfailed for r in results.values())
+    if exit_on == "all" and missed:
+        return pytest.ExitCode.TESTS_FAILED
+    return pytest.ExitCode.OK

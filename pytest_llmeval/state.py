@@ -21,6 +21,7 @@ import pytest
 from pytest_llmeval import sharding
 from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.errors import RunDirError
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -34,7 +35,6 @@ from pytest_llmeval.redact import (
 )
 from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
-from pytest_llmeval.errors import RunDirError
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import Journal, next_attempt, read_final
@@ -124,6 +124,18 @@ class LLMEvalState:
             self.refusal = str(exc)
             raise pytest.UsageError(str(exc)) from None
         self.lock = lock
+
+    def journal_stopped(self) -> str | None:
+        """Why this process's journal stopped (a full disk), as one line saying what to do;
+        ``None`` while it writes."""
+        error = self.journal.error
+        if error is None:
+            return None
+        return (
+            f"llmeval: could not write the journal {self.journal.path}: "
+            f"{error.strerror or error}; free some space (or make the run dir writable), then "
+            f"finish the run with --llmeval-resume={self.run_dir}"
+        )
 
     def release_run_dir(self) -> None:
         if self.lock is not None:

@@ -470,6 +470,14 @@ def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
     except RunDirError:
         manifest = None
     if isinstance(manifest, dict) and "merged_from" in manifest:
+        inside = [run.path for run in runs if run.path.resolve().is_relative_to(resolved)]
+        if inside:  # replacing the earlier merge would delete the shards being merged
+            raise MergeError(
+                [
+                    f"{out_dir}: holds {inside[0]}, one of the run dirs being merged; give "
+                    "another output folder"
+                ]
+            )
         shutil.rmtree(out_dir)
         return
     raise MergeError([f"{out_dir}: exists and is not empty (and not an earlier merge's output)"])

@@ -23,6 +23,7 @@ from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.state import LLMEvalState
 
@@ -83,7 +84,11 @@ class SessionReport:
         if (self.results or empty_shard) and not refused:  # an empty shard writes its run dir
             try:
                 self._write()
-            except (OSError, UnicodeError, LLMEvalError) as exc:
+            except OSError as exc:
+                where = Path(exc.filename) if exc.filename else self.state.run_dir
+                message = unwritable(where, exc, "could not write the run dir:")
+                self.verdict.faults.append(Fault("write", message))
+            except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up
@@ -96,6 +101,8 @@ class SessionReport:
         session.exitstatus = verdict.exit_status(
             session.exitstatus, settings.exit_on, self.verdict.failed
         )
+        if self.state.journal.error is not None:  # cases were run that no journal holds
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         result = yield
         self._leak_check(session)
         session.exitstatus = verdict.exit_status(

@@ -16,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_resume_target",
     "check_run_dir_target",
     "folder_lock",
+    "unwritable",
 ]
 
 
@@ -88,6 +90,11 @@ class RunDirLock:
         try:
             tag_run_dir(self.run_dir)
             fd = os.open(RunLayout(self.run_dir).tag, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                tempfile.TemporaryFile(dir=self.run_dir).close()  # writable (a read-only mount)
+            except OSError:
+                os.close(fd)
+                raise
         except OSError as exc:
             raise RunDirError(unwritable(self.run_dir, exc, self.flag)) from None
         try:

@@ -456,9 +456,11 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
 def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
     """``out_dir`` must be new, empty, or an earlier merge's output (which is replaced)."""
     resolved = out_dir.resolve()
-    for run in runs:
-        if run.path.resolve() == resolved:
-            raise MergeError([f"{out_dir}: is one of the run dirs being merged"])
+    for run in runs:  # replacing out_dir must never delete an input
+        if run.path.resolve().is_relative_to(resolved):
+            raise MergeError(
+                [f"{out_dir}: is or holds {run.path}, one of the run dirs being merged"]
+            )
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
@@ -470,14 +472,6 @@ def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
     except RunDirError:
         manifest = None
     if isinstance(manifest, dict) and "merged_from" in manifest:
-        inside = [run.path for run in runs if run.path.resolve().is_relative_to(resolved)]
-        if inside:  # replacing the earlier merge would delete the shards being merged
-            raise MergeError(
-                [
-                    f"{out_dir}: holds {inside[0]}, one of the run dirs being merged; give "
-                    "another output folder"
-                ]
-            )
         shutil.rmtree(out_dir)
         return
     raise MergeError([f"{out_dir}: exists and is not empty (and not an earlier merge's output)"])

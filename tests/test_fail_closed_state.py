@@ -264,7 +264,7 @@ def test_merge_never_deletes_an_input(pytester: pytest.Pytester) -> None:
     (out / "manifest.json").write_text((pytester.path / "first" / "manifest.json").read_text())
     (out / ".llmeval-run").write_text("tag\n")
     before = _snapshot(out)
-    with pytest.raises(MergeError, match="is or holds .*one of the run dirs being merged"):
+    with pytest.raises(MergeError, match=r"is or holds .*one of the run dirs being merged"):
         merge(out, [out / "s0", out / "s1"])
     assert _snapshot(out) == before
 

@@ -16,6 +16,7 @@ from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.report import case_reports
+from pytest_llmeval.report.baseline import BaselineError, check_replaceable
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
@@ -53,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    if not hasattr(config, "workerinput"):
+        _check_baseline_target(state.settings)
     if (state.settings.run_dir or state.settings.resume) and not config.option.collectonly:
         state.claim_run_dir()  # a named run dir is this session's, or a usage error
     config.stash[deselections_key] = Deselections(state)
@@ -64,6 +67,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
     _register_spending(config, state)
+
+
+def _check_baseline_target(settings: settings.Settings) -> None:
+    """``--llmeval-update-baseline`` never writes over a file that is not a baseline: a
+    usage error before any case runs."""
+    if settings.update_baseline is not None:
+        try:
+            check_replaceable(settings.update_baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:

@@ -37,7 +37,7 @@ from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
-from pytest_llmeval.rundir.journal import Journal, next_attempt, read_final
+from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.services import Services
 from pytest_llmeval.settings import Settings
@@ -76,8 +76,13 @@ class LLMEvalState:
         """Lines for the terminal about what a resume reuses and runs again."""
         self._runner_checked = hasattr(config, "workerinput")  # the controller's session checks
         """Why the session stopped before running anything (nothing is written then)."""
+        self.rescore: set[str] = set()
+        """Node ids whose final result was judged by other scorers (another plugin version)."""
         try:
-            self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
+            if settings.resume:
+                self.finished, self.rescore = read_reusable(self.run_dir, self.attempt)
+            else:
+                self.finished = {}
         except RunDirError as exc:
             raise pytest.UsageError(str(exc)) from None
         worker = workerinput.get("workerid", "main") if workerinput else "main"
@@ -155,6 +160,11 @@ class LLMEvalState:
         again and the terminal says how many did. A run dir from another dataset (no case in
         common, or every one changed) is a usage error unless
         ``--llmeval-resume-allow-mismatch``."""
+        if self.rescore and not hasattr(config, "workerinput"):
+            self.resume_notes.append(
+                f"{len(self.rescore)} cases were judged by other scorers than pytest-llmeval "
+                f"{SCORERS_VERSION}'s; running them again"
+            )
         if not self.finished:
             return
         reused: list[pytest.Item] = []

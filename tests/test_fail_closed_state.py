@@ -105,6 +105,20 @@ def test_a_run_dir_of_another_runner_is_refused(pytester: pytest.Pytester) -> No
     assert _snapshot(pytester.path / "run") == before
 
 
+def test_results_judged_by_other_scorers_run_again(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    for path in (pytester.path / "run" / "journal").rglob("*.jsonl"):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        rows[0]["scorers"] = "0.0.1"  # judged by an older plugin's scorers
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    result.stdout.fnmatch_lines(
+        ["llmeval: 1 cases were judged by other scorers*running them again"]
+    )
+    result.assert_outcomes(passed=1, deselected=2)
+
+
 # -- a resume path must be a run dir ---------------------------------------------------------
 
 
@@ -226,9 +240,10 @@ def test_the_baseline_replaces_only_a_baseline(pytester: pytest.Pytester) -> Non
     write_json(pytester, "qa.golden.json", CASES)
     (pytester.path / "notes.json").write_text('{"mine": true}\n')
     result = pytester.runpytest(*ECHO, "--llmeval-update-baseline", "notes.json")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "not a baseline file; not writing over it" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # before any case runs
+    result.stderr.fnmatch_lines(["ERROR: baseline *notes.json: exists and is not a baseline*"])
     assert (pytester.path / "notes.json").read_text() == '{"mine": true}\n'
+    assert not (pytester.path / ".llmeval").exists()
     assert pytester.runpytest(*ECHO, "--llmeval-update-baseline", "base.json").ret == 0
     assert pytester.runpytest(*ECHO, "--llmeval-update-baseline", "base.json").ret == 0
     assert json.loads((pytester.path / "base.json").read_text())["baseline_version"] == 1

@@ -253,12 +253,17 @@ def write_baseline(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(path.parent):  # sessions blessing one file take turns; each file whole
-        _check_replaceable(path)
+        check_replaceable(path)
         write_json(path, body)
 
 
-def _check_replaceable(path: Path) -> None:
-    """A file already at ``path`` is replaced only when it is a baseline file."""
+def check_replaceable(path: Path) -> None:
+    """A file already at ``path`` is replaced only when it is a baseline file (checked when
+    the session starts, and again under the lock when it writes)."""
+    if path.is_dir():
+        raise BaselineError(
+            f"baseline {path}: is a directory; give a file name such as baseline.json"
+        )
     if not path.exists():
         return
     try:

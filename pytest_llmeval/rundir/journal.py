@@ -20,12 +20,16 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from pytest_llmeval import __version__
 from pytest_llmeval.errors import RunDirError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
+SCORERS_VERSION = __version__
+"""The version of the scorers that judged a journaled result (they ship with the plugin): a
+resume reuses only results judged by the same ones."""
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
 
 
@@ -54,7 +58,8 @@ class Journal:
         nothing more is journaled and the file ends with its last whole line."""
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
-        line = (_ENCODER.encode({"result": result, "runner": runner}) + "\n").encode("ascii")
+        entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
+        line = (_ENCODER.encode(entry) + "\n").encode("ascii")
         with self._lock:
             if self.error is not None:
                 return
@@ -95,10 +100,28 @@ def read_final(
     return read_results(run_dir, before_attempt, final_only=True)
 
 
+def read_reusable(
+    run_dir: Path, before_attempt: int
+) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str]]:
+    """What a resume may reuse: the final results of the attempts before ``before_attempt``
+    judged by these scorers (:data:`SCORERS_VERSION`), and the node ids of final results
+    judged by other ones (or by a plugin that did not record its version), which run again."""
+    rescore: set[str] = set()
+    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore)
+    return found, rescore
+
+
 def read_results(
-    run_dir: Path, before_attempt: int | None = None, *, final_only: bool = False
+    run_dir: Path,
+    before_attempt: int | None = None,
+    *,
+    final_only: bool = False,
+    rescore: set[str] | None = None,
 ) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
-    """The latest journaled result of every case (only final ones with ``final_only``)."""
+    """The latest journaled result of every case (only final ones with ``final_only``).
+
+    With ``rescore``, a final result judged by other scorers is not final: its node id is
+    added to ``rescore`` instead."""
     found: dict[str, tuple[CaseResult, dict[str, Any] | None]] = {}
     root = journal_root(run_dir)
     if not root.is_dir():
@@ -116,6 +139,12 @@ def read_results(
                     result = CaseResult.kept(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
+                if rescore is not None:
+                    rescore.discard(result.nodeid)
+                    if _final(result) and entry.get("scorers") != SCORERS_VERSION:
+                        rescore.add(result.nodeid)
+                        found.pop(result.nodeid, None)
+                        continue
                 if not final_only or _final(result):
                     found[result.nodeid] = (result, entry.get("runner"))
                 else:

@@ -225,7 +225,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if isinstance(item, EvalItem):
+    if isinstance(item, EvalItem) and item.state.refusal is not None:
+        report.llmeval_refusal = item.state.refusal
+    elif isinstance(item, EvalItem):  # a refused resume journals nothing
         item.state.results.attach(item, call, report)
         case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
         stopped = item.state.journal_stopped()

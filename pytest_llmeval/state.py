@@ -21,7 +21,7 @@ import pytest
 from pytest_llmeval import sharding
 from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
-from pytest_llmeval.errors import RunDirError
+from pytest_llmeval.errors import LLMEvalError, RunDirError
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -47,6 +47,12 @@ if TYPE_CHECKING:
     pass
 
 state_key = pytest.StashKey["LLMEvalState"]()
+
+
+class RunDirRefused(LLMEvalError):
+    """The run dir is not this session's to resume (made by another runner)."""
+
+
 RUN_DIR_KEY = "llmeval_run_dir"
 RUN_ID_KEY = "llmeval_run_id"
 ATTEMPT_KEY = "llmeval_attempt"
@@ -74,7 +80,7 @@ class LLMEvalState:
         self.refusal: str | None = None
         self.resume_notes: list[str] = []
         """Lines for the terminal about what a resume reuses and runs again."""
-        self._runner_checked = hasattr(config, "workerinput")  # the controller's session checks
+        self._runner_checked = False
         """Why the session stopped before running anything (nothing is written then)."""
         self.rescore: set[str] = set()
         """Node ids whose final result was judged by other scorers (another plugin version)."""
@@ -192,10 +198,12 @@ class LLMEvalState:
             drop = {id(item) for item in reused}
             items[:] = [item for item in items if id(item) not in drop]
 
-    def check_runner(self, agent: Any) -> None:
+    def check_runner(self, item: pytest.Item, agent: Any) -> None:
         """When resuming, the runner (or agent) must be the one that made the run dir's
-        results, unless ``--llmeval-resume-allow-mismatch``; checked once, at the first case
-        set up, before it runs."""
+        results, unless ``--llmeval-resume-allow-mismatch``; checked once per process, at the
+        first case set up, before it runs. The session stops with a usage error; an xdist
+        worker fails that case with :class:`RunDirRefused` and stops, and its controller,
+        told on the report, exits the same way."""
         if self._runner_checked or not self.finished:
             return
         self._runner_checked = True
@@ -209,7 +217,10 @@ class LLMEvalState:
             "the same runner settings, or add --llmeval-resume-allow-mismatch to keep its "
             "results anyway"
         )
-        pytest.exit(self.refusal, returncode=pytest.ExitCode.USAGE_ERROR)
+        if not hasattr(self.config, "workerinput"):
+            pytest.exit(self.refusal, returncode=pytest.ExitCode.USAGE_ERROR)
+        item.session.shouldstop = self.refusal
+        raise RunDirRefused(self.refusal)
 
     def keep_shard(
         self,

@@ -91,18 +91,30 @@ def pytest_llmeval_register_runners(registry):
 """
 
 
-def test_a_run_dir_of_another_runner_is_refused(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_run_dir_of_another_runner_is_refused(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    if xdist:
+        pytest.importorskip("xdist")
     pytester.makeconftest(RUNNERS_CONFTEST)
     write_json(pytester, "qa.golden.json", CASES)
     assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
     write_json(pytester, "more.golden.json", [{"id": "d", "input": "w", "expected_output": "w"}])
     before = _snapshot(pytester.path / "run")
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--llmeval-runner", "other", "--llmeval-resume", "run"
+        "-p", "no:cacheprovider", "--llmeval-runner", "other", "--llmeval-resume", "run", *xdist
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "made by another runner" in result.stdout.str() + result.stderr.str()
     assert _snapshot(pytester.path / "run") == before
+    allowed = pytester.runpytest(
+        "-p", "no:cacheprovider", "--llmeval-runner", "other", "--llmeval-resume", "run",
+        "--llmeval-resume-allow-mismatch", *xdist,
+    )  # fmt: skip
+    assert allowed.ret == 0
+    assert allowed.parseoutcomes()["passed"] == 1  # only d runs (xdist counts no deselected)
+    assert set(_outcomes(pytester.path / "run")) == {"a", "b", "c", "d"}
 
 
 def test_results_judged_by_other_scorers_run_again(pytester: pytest.Pytester) -> None:

@@ -58,6 +58,9 @@ class SessionReport:
     # -- collecting --------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        refusal = getattr(report, "llmeval_refusal", None)
+        if refusal is not None:  # an xdist worker refused the resume: the session stops
+            self.state.refusal = self.state.refusal or str(refusal)
         data = getattr(report, "llmeval", None)
         if data is None:
             return
@@ -103,6 +106,9 @@ class SessionReport:
         )
         if self.state.journal.error is not None:  # cases were run that no journal holds
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if refused:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            _say(session, f"ERROR: {self.state.refusal}")
         result = yield
         self._leak_check(session)
         session.exitstatus = verdict.exit_status(
@@ -239,3 +245,9 @@ def _resumed_status(
     if exit_on == "all" and missed:
         return pytest.ExitCode.TESTS_FAILED
     return pytest.ExitCode.OK
+
+
+def _say(session: pytest.Session, line: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, red=True)

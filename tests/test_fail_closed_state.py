@@ -234,7 +234,15 @@ def test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing(
             assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout
             assert "is in use by another pytest session" in second.stderr
             assert not list((run_dir / "journal").glob("002"))  # no attempt of its own
-        assert first.poll() is None, "the check must have run while the first session ran"
+        summarized = subprocess.run(
+            [sys.executable, "-m", "pytest_llmeval", "summarize", str(run_dir)],
+            capture_output=True,
+            text=True,
+        )
+        assert summarized.returncode == 2
+        assert "is in use by another pytest session" in summarized.stderr
+        assert not (run_dir / "report.json").exists()
+        assert first.poll() is None, "the checks must have run while the first session ran"
     finally:
         assert first.wait(timeout=60) == 0
     assert len(_outcomes(run_dir)) == 40

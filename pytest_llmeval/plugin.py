@@ -231,6 +231,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.state.results.attach(item, call, report)
         case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
         stopped = item.state.journal_stopped()
-        if stopped is not None and not item.session.shouldstop:
-            item.session.shouldstop = stopped  # every case after this one would be lost
+        if stopped is not None:  # every case after this one would be lost: stop, fail
+            report.llmeval_unjournaled = stopped
+            item.session.shouldstop = item.session.shouldstop or stopped
     return report

@@ -128,7 +128,9 @@ class LLMEvalState:
             return
         settings = self.settings
         flag = "--llmeval-resume" if settings.resume else "--llmeval-run-dir"
-        lock = RunDirLock(self.run_dir, flag if settings.resume or settings.run_dir else "run dir")
+        if not (settings.resume or settings.run_dir):
+            flag = "--llmeval-output-root"  # the new run dir goes under it
+        lock = RunDirLock(self.run_dir, flag)
         try:
             lock.acquire()
         except RunDirError as exc:

@@ -288,6 +288,29 @@ def test_a_run_dir_that_is_a_users_folder_is_refused(pytester: pytest.Pytester) 
     assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "empty").ret == 0  # its run dir too
 
 
+def test_a_run_dir_path_that_is_a_file_is_one_line(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    (pytester.path / "taken").write_text("mine\n")
+    for flag in ("--llmeval-run-dir", "--llmeval-output-root"):
+        result = pytester.runpytest(*ECHO, flag, "taken")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "INTERNALERROR" not in result.stderr.str()
+        result.stderr.fnmatch_lines([f"ERROR: {flag} *taken*: *folder*"])
+    assert (pytester.path / "taken").read_text() == "mine\n"
+
+
+def test_validate_sharding_never_deletes_a_run_dir_it_did_not_make(tmp_path: Path) -> None:
+    from pytest_llmeval.errors import LLMEvalError
+    from pytest_llmeval.report.shard_validation import clear_outputs
+    from pytest_llmeval.rundir.files import tag_run_dir
+
+    tag_run_dir(tmp_path / "merged")
+    tag_run_dir(tmp_path / "merged" / "mine")  # a user's run dir kept inside
+    with pytest.raises(LLMEvalError, match="holds another run dir"):
+        clear_outputs([tmp_path / "merged"], tmp_path / "logs")
+    assert (tmp_path / "merged" / "mine" / ".llmeval-run").is_file()
+
+
 def test_merge_never_deletes_an_input(pytester: pytest.Pytester) -> None:
     write_json(pytester, "qa.golden.json", CASES)
     out = pytester.path / "out"

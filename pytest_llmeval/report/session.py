@@ -45,6 +45,8 @@ class SessionReport:
         self.mlflow_run_id: str | None = None
         self.nothing_left = False
         """A resume found every case finished: it only rebuilt the reports."""
+        self.unjournaled = False
+        """A process's journal stopped: the run is red, resume finishes it."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
 
     def _add_earlier(self) -> None:
@@ -61,6 +63,8 @@ class SessionReport:
         refusal = getattr(report, "llmeval_refusal", None)
         if refusal is not None:  # an xdist worker refused the resume: the session stops
             self.state.refusal = self.state.refusal or str(refusal)
+        if getattr(report, "llmeval_unjournaled", None) is not None:
+            self.unjournaled = True  # a process's journal stopped (a full disk)
         data = getattr(report, "llmeval", None)
         if data is None:
             return
@@ -104,7 +108,7 @@ class SessionReport:
         session.exitstatus = verdict.exit_status(
             session.exitstatus, settings.exit_on, self.verdict.failed
         )
-        if self.state.journal.error is not None:  # cases were run that no journal holds
+        if self.unjournaled:  # cases were run that no journal holds
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if refused:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR

@@ -357,7 +357,12 @@ def test_a_read_only_run_dir_is_one_line(pytester: pytest.Pytester) -> None:
         assert "INTERNALERROR" not in result.stderr.str() + auto.stderr.str()
 
 
-def test_a_disk_that_fills_leaves_a_journal_resume_can_finish(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_disk_that_fills_leaves_a_journal_resume_can_finish(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    if xdist:
+        pytest.importorskip("xdist")
     long = "w" * 6000  # each journal line is about 20 KB: the disk fills after a few cases
     rows = [
         {"id": f"c{i:02d}", "input": f"{long}{i}", "expected_output": f"{long}{i}"}
@@ -366,18 +371,20 @@ def test_a_disk_that_fills_leaves_a_journal_resume_can_finish(pytester: pytest.P
     write_json(pytester, "qa.golden.json", rows)
     target = pytester.path / "small"
     with _mounted(target, "size=160k"):
-        full = pytester.runpytest_subprocess(*ECHO, "--llmeval-run-dir", str(target / "run"))
+        full = pytester.runpytest_subprocess(
+            *ECHO, "--llmeval-run-dir", str(target / "run"), *xdist
+        )
         assert full.ret == pytest.ExitCode.TESTS_FAILED
         full.stdout.fnmatch_lines(["*could not write the journal *: No space left on device; *"])
         assert "INTERNALERROR" not in full.stdout.str() + full.stderr.str()
-        journal = next((target / "run" / "journal").rglob("*.jsonl")).read_bytes()
-        assert journal.endswith(b"\n")  # whole lines only
+        for path in (target / "run" / "journal").rglob("*.jsonl"):
+            assert path.read_bytes().endswith(b"\n")  # whole lines only
         kept = read_final(target / "run", 2)
         assert 0 < len(kept) < len(rows)
         subprocess.run(["mount", "-o", "remount,size=4m", str(target)], check=True)
-        resumed = pytester.runpytest_subprocess(*ECHO, f"--llmeval-resume={target / 'run'}")
+        resumed = pytester.runpytest_subprocess(*ECHO, f"--llmeval-resume={target / 'run'}", *xdist)
         assert resumed.ret == 0, resumed.stdout.str()
-        assert resumed.parseoutcomes()["deselected"] == len(kept)
+        assert resumed.parseoutcomes()["passed"] == len(rows) - len(kept)
         assert len(read_jsonl(target / "run" / "results.jsonl")) == len(rows)
 
 

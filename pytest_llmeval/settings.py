@@ -167,8 +167,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "resume",
-        "Finish an interrupted run in RUN_DIR: cases with a final result in its journal are "
-        "not run again (errors are), and the report covers every case.",
+        "Finish an interrupted run in RUN_DIR (an existing run dir, relative to where pytest "
+        "was started; write --llmeval-resume=RUN_DIR): cases with a final result in its "
+        "journal are not run again unless their row, the runner or the scorers changed (errors "
+        "are), and the report covers every case.",
         type="path",
         metavar="RUN_DIR",
     ),

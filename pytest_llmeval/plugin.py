@@ -113,6 +113,11 @@ class XdistHooks:
         enabled = config.stash[state_key].settings.hash_scheduling
         return sharding.make_scheduler(config, log, enabled=enabled)
 
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None)
+        if output:
+            node.config.stash[state_key].from_worker(output)
+
     def pytest_configure_node(self, node: Any) -> None:
         state = node.config.stash[state_key]
         state.hand_to_worker(node.workerinput)

@@ -47,15 +47,17 @@ if TYPE_CHECKING:
     pass
 
 state_key = pytest.StashKey["LLMEvalState"]()
+RUN_DIR_KEY = "llmeval_run_dir"
+RUN_ID_KEY = "llmeval_run_id"
+ATTEMPT_KEY = "llmeval_attempt"
+REFUSAL_KEY = "llmeval_refusal"
+CHANGED_KEY = "llmeval_changed"
+"""``workeroutput`` keys: an xdist worker tells its controller (which collects nothing) that
+the resume was refused, and which cases changed since the interrupted run."""
 
 
 class RunDirRefused(LLMEvalError):
     """The run dir is not this session's to resume (made by another runner)."""
-
-
-RUN_DIR_KEY = "llmeval_run_dir"
-RUN_ID_KEY = "llmeval_run_id"
-ATTEMPT_KEY = "llmeval_attempt"
 
 
 class LLMEvalState:
@@ -78,10 +80,11 @@ class LLMEvalState:
         self.lock: RunDirLock | None = None
         """The controller's lock on the run dir, once claimed (:meth:`claim_run_dir`)."""
         self.refusal: str | None = None
+        """Why the session stopped before running anything (nothing is written then)."""
         self.resume_notes: list[str] = []
         """Lines for the terminal about what a resume reuses and runs again."""
         self._runner_checked = False
-        """Why the session stopped before running anything (nothing is written then)."""
+        self.resume_notes_changed = False
         self.rescore: set[str] = set()
         """Node ids whose final result was judged by other scorers (another plugin version)."""
         try:
@@ -185,20 +188,44 @@ class LLMEvalState:
                 reused.append(item)
             else:
                 changed.append(item.nodeid)
+        output = getattr(config, "workeroutput", None)
         if not reused and not self.settings.resume_allow_mismatch:
             self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
-            raise pytest.UsageError(self.refusal)
-        for nodeid in changed:
-            del self.finished[nodeid]  # neither reused nor reported: the case runs again
-        if changed:
-            self.resume_notes.append(
-                f"{len(changed)} of {len(reused) + len(changed)} cases changed since the "
-                "interrupted run; running them again"
-            )
+            if output is None:
+                raise pytest.UsageError(self.refusal)
+            output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
+            config.hook.pytest_deselected(items=list(items))
+            items[:] = []
+            return
+        self.drop_changed(changed, len(reused) + len(changed))
+        if output is not None:
+            output[CHANGED_KEY] = {"nodeids": changed, "compared": len(reused) + len(changed)}
         if reused:
             config.hook.pytest_deselected(items=reused)
             drop = {id(item) for item in reused}
             items[:] = [item for item in items if id(item) not in drop]
+
+    def drop_changed(self, changed: Sequence[str], compared: int) -> None:
+        """Forget the earlier results of cases that changed since (they run again), and say
+        how many did."""
+        for nodeid in changed:
+            self.finished.pop(nodeid, None)  # neither reused nor reported
+        if changed and not self.resume_notes_changed:
+            self.resume_notes_changed = True
+            self.resume_notes.append(
+                f"{len(changed)} of {compared} cases changed since the interrupted run; "
+                "running them again"
+            )
+
+    def from_worker(self, output: Mapping[str, Any]) -> None:
+        """What an xdist worker found at collection (the controller collects nothing): a
+        refused resume, the cases that changed."""
+        refusal = output.get(REFUSAL_KEY)
+        if isinstance(refusal, str) and self.refusal is None:
+            self.refusal = refusal
+        changed = output.get(CHANGED_KEY)
+        if isinstance(changed, dict):
+            self.drop_changed(list(changed.get("nodeids", ())), int(changed.get("compared", 0)))
 
     def check_runner(self, item: pytest.Item, agent: Any) -> None:
         """When resuming, the runner (or agent) must be the one that made the run dir's

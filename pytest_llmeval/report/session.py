@@ -110,7 +110,7 @@ class SessionReport:
         )
         if self.unjournaled:  # cases were run that no journal holds
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if refused:
+        if refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # told by a worker
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             _say(session, f"ERROR: {self.state.refusal}")
         result = yield

@@ -419,6 +419,8 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
             journal.append(row, merged.runners.get(result.runner_fingerprint))
     finally:
         journal.close()
+    if journal.error is not None:  # a journal short of cases must not stand for the merge
+        raise journal.error
     written = writer.write(merged.results, merged.report, writer.suite_artifacts(merged.results))
     ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
     first = ordered[0].manifest

@@ -351,6 +351,7 @@ class EvalItem(pytest.Function):
         if not self._reuse_fixture_values():
             super().setup()
             self.eval_file.fixture_values = _FixtureValues.of(self)
+        self.state.check_runner(self, self.funcargs.get("llmeval_agent"))  # resume: same runner
         self.transcript = self.state.runahead.transcript_for(self)
         if self.transcript.error is not None:
             kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind

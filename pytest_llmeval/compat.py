@@ -18,6 +18,9 @@ is the only one to change.
   (``collect.py`` says so where it does).
 * ``TerminalReporter._width_of_current_line``: whether a progress line can be written
   without cutting pytest's row of dots short (it is 0 right after a row ended).
+* ``_pytest.config.findpaths.determine_setup``: how pytest picks its rootdir from the
+  command line; a spaced ``--llmeval-resume PATH`` is one of the paths it looks at (the
+  plugin's options are not known yet then), which can move the rootdir and so every node id.
 * ``xdist.workermanage.parse_tx_spec_config`` and ``xdist.report.report_collection_diff``: the
   worker count and xdist's own message for workers that collected different items.
 """
@@ -25,6 +28,8 @@ is the only one to change.
 from __future__ import annotations
 
 import importlib
+import inspect
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -38,6 +43,7 @@ __all__ = [
     "fixture_info",
     "resolved_fixture_defs",
     "reuse_fixture_defs",
+    "rootdir_without",
     "skip_at_item",
     "terminal_at_line_start",
     "xdist_collection_diff",
@@ -91,3 +97,29 @@ def xdist_collection_diff(
     """xdist's message for two workers that collected different items (``None`` if equal)."""
     report = importlib.import_module("xdist.report")
     return report.report_collection_diff(first, other, first_id, other_id)  # type: ignore[no-any-return]
+
+
+def rootdir_without(config: pytest.Config, value: str) -> Path | None:
+    """The rootdir pytest would have chosen had ``value`` not been on the command line, when
+    that differs from the one it chose (``None`` otherwise, or when it cannot be told)."""
+    from _pytest.config.findpaths import determine_setup
+
+    invocation = config.invocation_params
+    args = [str(arg) for arg in invocation.args]
+    if value not in args:
+        return None
+    without = list(args)
+    without.remove(value)
+    kwargs: dict[str, Any] = {
+        "inifile": config.option.inifilename,
+        "rootdir_cmd_arg": config.option.rootdir or None,
+        "invocation_dir": invocation.dir,
+    }
+    if "override_ini" in inspect.signature(determine_setup).parameters:
+        kwargs["override_ini"] = config.option.override_ini
+    try:
+        chosen = determine_setup(args=args, **kwargs)[0]
+        other = determine_setup(args=without, **kwargs)[0]
+    except Exception:  # pytest's own errors are reported by pytest; this is only a hint
+        return None
+    return Path(other) if Path(chosen) != Path(other) else None

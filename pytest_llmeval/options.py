@@ -80,7 +80,9 @@ def from_config(config: pytest.Config) -> Settings:
     values: dict[str, Any] = {"rootdir": rootdir}
     for spec in OPTIONS:
         raw, source = _lookup(config, spec)
-        values[spec.dest.removeprefix("llmeval_")] = _convert(spec, raw, source, rootdir)
+        # a resume path is typed at the prompt: it is relative to where pytest was started
+        base = Path(config.invocation_params.dir) if spec.noun == "resume" else rootdir
+        values[spec.dest.removeprefix("llmeval_")] = _convert(spec, raw, source, base)
     values["file_globs"] = tuple(config.getini("llmeval_files") or DEFAULT_FILE_GLOBS)
     if values["concurrency"] < 1:
         raise pytest.UsageError("--llmeval-concurrency must be 1 or more")

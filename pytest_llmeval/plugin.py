@@ -16,6 +16,7 @@ from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.report import case_reports
+from pytest_llmeval.report.baseline import BaselineError, check_replaceable
 from pytest_llmeval.report.interruption import Interruption
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.selection import Deselections, deselections_key
@@ -57,6 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    if not hasattr(config, "workerinput"):
+        _check_baseline_target(state.settings)
+    if (state.settings.run_dir or state.settings.resume) and not config.option.collectonly:
+        state.claim_run_dir()  # a named run dir is this session's, or a usage error
     config.stash[deselections_key] = Deselections(state)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):
@@ -71,6 +76,16 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_spending(config, state)
     if not hasattr(config, "workerinput"):  # the workers read what the controller checked
         state.check_support_files()
+
+
+def _check_baseline_target(settings: settings.Settings) -> None:
+    """``--llmeval-update-baseline`` never writes over a file that is not a baseline: a
+    usage error before any case runs."""
+    if settings.update_baseline is not None:
+        try:
+            check_replaceable(settings.update_baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
@@ -89,6 +104,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
+        state.release_run_dir()
     handler = config.stash.get(sigterm_key, None)
     if handler is not None:
         handler.restore()
@@ -108,6 +124,11 @@ class XdistHooks:
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         enabled = config.stash[state_key].settings.hash_scheduling
         return sharding.make_scheduler(config, log, enabled=enabled)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None)
+        if output:
+            node.config.stash[state_key].from_worker(output)
 
     def pytest_configure_node(self, node: Any) -> None:
         state = node.config.stash[state_key]
@@ -157,6 +178,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
     state.runahead.plan(session.items, _is_eval_item)
     if any(isinstance(item, EvalItem) for item in session.items):
+        if not session.config.option.collectonly:
+            state.claim_run_dir()
         state.services.start_judge()
 
 
@@ -219,9 +242,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if isinstance(item, EvalItem):
+    if isinstance(item, EvalItem) and item.state.refusal is not None:
+        report.llmeval_refusal = item.state.refusal
+    elif isinstance(item, EvalItem):  # a refused resume journals nothing
         item.state.results.attach(item, call, report)
         case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
+        stopped = item.state.journal_stopped()
+        if stopped is not None:  # every case after this one would be lost: stop, fail
+            report.llmeval_unjournaled = stopped
+            item.session.shouldstop = item.session.shouldstop or stopped
     return report
 
 

@@ -167,10 +167,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "resume",
-        "Finish an interrupted run in RUN_DIR: cases with a final result in its journal are "
-        "not run again (errors are), and the report covers every case.",
+        "Finish an interrupted run in RUN_DIR (an existing run dir, relative to where pytest "
+        "was started; write --llmeval-resume=RUN_DIR): cases with a final result in its "
+        "journal are not run again unless their row, the runner or the scorers changed (errors "
+        "are), and the report covers every case.",
         type="path",
         metavar="RUN_DIR",
+    ),
+    OptionSpec(
+        "resume-allow-mismatch",
+        "Resume even when RUN_DIR was made from another dataset (no case in common, or every "
+        "one changed) or another runner; cases whose row changed still run again, and "
+        "results of the other runner are kept.",
+        type="flag",
     ),
     OptionSpec(
         "update-baseline",
@@ -557,6 +566,8 @@ class Settings(BaseModel):
     """Baseline file or previous run dir to diff against."""
     resume: Path | None = None
     """Run dir of an interrupted run to finish."""
+    resume_allow_mismatch: bool = False
+    """Resume a run dir made from another dataset or runner."""
     update_baseline: Path | None = None
     """Where to write this run as the new baseline."""
     baseline_allow_mismatch: bool = False

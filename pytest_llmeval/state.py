@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmeval import sharding
+from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
-from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.errors import ConfigError, LLMEvalError, RunDirError
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -36,8 +37,9 @@ from pytest_llmeval.redact import (
 )
 from pytest_llmeval.results import ResultBuilder
 from pytest_llmeval.runahead import RunAhead
+from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
-from pytest_llmeval.rundir.journal import Journal, next_attempt, read_final
+from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.services import Services
 from pytest_llmeval.settings import Settings
@@ -50,6 +52,14 @@ state_key = pytest.StashKey["LLMEvalState"]()
 RUN_DIR_KEY = "llmeval_run_dir"
 RUN_ID_KEY = "llmeval_run_id"
 ATTEMPT_KEY = "llmeval_attempt"
+REFUSAL_KEY = "llmeval_refusal"
+CHANGED_KEY = "llmeval_changed"
+"""``workeroutput`` keys: an xdist worker tells its controller (which collects nothing) that
+the resume was refused, and which cases changed since the interrupted run."""
+
+
+class RunDirRefused(LLMEvalError):
+    """The run dir is not this session's to resume (made by another runner)."""
 
 
 class LLMEvalState:
@@ -63,11 +73,29 @@ class LLMEvalState:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
             self.attempt = int(workerinput[ATTEMPT_KEY])
         else:
+            _check_targets(settings)
+            _check_rootdir(config)
             self.run_dir, self.run_id = plan_run_dir(
                 settings.output_root, settings.resume or settings.run_dir
             )
             self.attempt = next_attempt(self.run_dir)
-        self.finished = read_final(self.run_dir, self.attempt) if settings.resume else {}
+        self.lock: RunDirLock | None = None
+        """The controller's lock on the run dir, once claimed (:meth:`claim_run_dir`)."""
+        self.refusal: str | None = None
+        """Why the session stopped before running anything (nothing is written then)."""
+        self.resume_notes: list[str] = []
+        """Lines for the terminal about what a resume reuses and runs again."""
+        self._runner_checked = False
+        self.resume_notes_changed = False
+        self.rescore: set[str] = set()
+        """Node ids whose final result was judged by other scorers (another plugin version)."""
+        try:
+            if settings.resume:
+                self.finished, self.rescore = read_reusable(self.run_dir, self.attempt)
+            else:
+                self.finished = {}
+        except RunDirError as exc:
+            raise pytest.UsageError(str(exc)) from None
         worker = workerinput.get("workerid", "main") if workerinput else "main"
         self.journal = Journal(self.run_dir, self.attempt, worker)
         self.secrets = session_secrets(settings, config.invocation_params.args)
@@ -99,6 +127,41 @@ class LLMEvalState:
         tag_run_dir(self.run_dir)
         return self.run_dir
 
+    def claim_run_dir(self) -> None:
+        """Create, tag and lock the run dir for this session (the controller only; xdist
+        workers belong to its session). A run dir another session holds, or one that cannot
+        be written, is a usage error before anything runs."""
+        if self.lock is not None or hasattr(self.config, "workerinput"):
+            return
+        settings = self.settings
+        flag = "--llmeval-resume" if settings.resume else "--llmeval-run-dir"
+        if not (settings.resume or settings.run_dir):
+            flag = "--llmeval-output-root"  # the new run dir goes under it
+        lock = RunDirLock(self.run_dir, flag)
+        try:
+            lock.acquire()
+        except RunDirError as exc:
+            self.refusal = str(exc)
+            raise pytest.UsageError(str(exc)) from None
+        self.lock = lock
+
+    def journal_stopped(self) -> str | None:
+        """Why this process's journal stopped (a full disk), as one line saying what to do;
+        ``None`` while it writes."""
+        error = self.journal.error
+        if error is None:
+            return None
+        return (
+            f"llmeval: could not write the journal {self.journal.path}: "
+            f"{error.strerror or error}; free some space (or make the run dir writable), then "
+            f"finish the run with --llmeval-resume={self.run_dir}"
+        )
+
+    def release_run_dir(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Tell an xdist worker where this session's run dir and limits are."""
         workerinput[RUN_DIR_KEY] = str(self.run_dir)
@@ -107,13 +170,90 @@ class LLMEvalState:
         self.limits.hand_to_worker(workerinput)
 
     def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """When resuming, deselect the cases that already have a final result."""
+        """When resuming, deselect the cases whose final result can be reused: same node id
+        and same case fingerprint (the data row, expectations included). A changed case runs
+        again and the terminal says how many did. A run dir from another dataset (no case in
+        common, or every one changed) is a usage error unless
+        ``--llmeval-resume-allow-mismatch``."""
+        if self.rescore and not hasattr(config, "workerinput"):
+            self.resume_notes.append(
+                f"{len(self.rescore)} cases were judged by other scorers than pytest-llmeval "
+                f"{SCORERS_VERSION}'s; running them again"
+            )
         if not self.finished:
             return
-        keep = [item for item in items if item.nodeid not in self.finished]
-        if len(keep) != len(items):
-            config.hook.pytest_deselected(items=[i for i in items if i.nodeid in self.finished])
-            items[:] = keep
+        reused: list[pytest.Item] = []
+        changed: list[str] = []
+        for item in items:
+            entry = self.finished.get(item.nodeid)
+            if entry is None:
+                continue
+            if _case_fingerprint(item) == entry[0].case_fingerprint:
+                reused.append(item)
+            else:
+                changed.append(item.nodeid)
+        output = getattr(config, "workeroutput", None)
+        if not reused and not self.settings.resume_allow_mismatch:
+            self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
+            if output is None:
+                raise pytest.UsageError(self.refusal)
+            output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
+            config.hook.pytest_deselected(items=list(items))
+            items[:] = []
+            return
+        self.drop_changed(changed, len(reused) + len(changed))
+        if output is not None:
+            output[CHANGED_KEY] = {"nodeids": changed, "compared": len(reused) + len(changed)}
+        if reused:
+            config.hook.pytest_deselected(items=reused)
+            drop = {id(item) for item in reused}
+            items[:] = [item for item in items if id(item) not in drop]
+
+    def drop_changed(self, changed: Sequence[str], compared: int) -> None:
+        """Forget the earlier results of cases that changed since (they run again), and say
+        how many did."""
+        for nodeid in changed:
+            self.finished.pop(nodeid, None)  # neither reused nor reported
+        if changed and not self.resume_notes_changed:
+            self.resume_notes_changed = True
+            self.resume_notes.append(
+                f"{len(changed)} of {compared} cases changed since the interrupted run; "
+                "running them again"
+            )
+
+    def from_worker(self, output: Mapping[str, Any]) -> None:
+        """What an xdist worker found at collection (the controller collects nothing): a
+        refused resume, the cases that changed."""
+        refusal = output.get(REFUSAL_KEY)
+        if isinstance(refusal, str) and self.refusal is None:
+            self.refusal = refusal
+        changed = output.get(CHANGED_KEY)
+        if isinstance(changed, dict):
+            self.drop_changed(list(changed.get("nodeids", ())), int(changed.get("compared", 0)))
+
+    def check_runner(self, item: pytest.Item, agent: Any) -> None:
+        """When resuming, the runner (or agent) must be the one that made the run dir's
+        results, unless ``--llmeval-resume-allow-mismatch``; checked once per process, at the
+        first case set up, before it runs. The session stops with a usage error; an xdist
+        worker fails that case with :class:`RunDirRefused` and stops, and its controller,
+        told on the report, exits the same way."""
+        if self._runner_checked or not self.finished:
+            return
+        self._runner_checked = True
+        runner_id = self.results.fingerprint_of(agent)[1]
+        earlier = {r.runner_fingerprint for r, _ in self.finished.values() if r.runner_fingerprint}
+        if not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
+            return
+        self.refusal = (
+            f"--llmeval-resume {self.run_dir}: made by another runner (fingerprint "
+            f"{', '.join(f[:12] for f in sorted(earlier))}, now {runner_id[:12]}); resume with "
+            "the same runner settings, or add --llmeval-resume-allow-mismatch to keep its "
+            "results anyway"
+        )
+        if not hasattr(self.config, "workerinput"):
+            pytest.exit(self.refusal, returncode=pytest.ExitCode.USAGE_ERROR)
+        item.session.shouldstop = self.refusal
+        raise RunDirRefused(self.refusal)
 
     def keep_shard(
         self,
@@ -170,6 +310,57 @@ class LLMEvalState:
         """The marker for a case's category or own mark ``name`` (already a marker name): the
         name itself, unless a suite (or ``llmeval``) owns it."""
         return f"category_{name}" if name in self.suite_markers else name
+
+
+def _check_targets(settings: Settings) -> None:
+    """A resume path must be a run dir; an exact run dir must be the plugin's to write."""
+    try:
+        if settings.resume is not None:
+            check_resume_target(settings.resume)
+        elif settings.run_dir is not None:
+            check_run_dir_target(settings.run_dir)
+    except RunDirError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _case_fingerprint(item: pytest.Item) -> str | None:
+    """An eval item's case fingerprint (its case is built from its row only here, on resume);
+    ``None`` for a broken row or another kind of item."""
+    case = getattr(item, "case", None)
+    fingerprint = getattr(case, "fingerprint", None)
+    release = getattr(item, "release", None)
+    if callable(release):
+        release()  # the case is built again when it runs
+    return fingerprint if isinstance(fingerprint, str) and fingerprint else None
+
+
+def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
+    flag = "--llmeval-resume"
+    if changed:
+        what = f"every one of its {changed} finished cases collected again has changed"
+    else:
+        what = f"none of its {finished} finished cases was collected"
+    return (
+        f"{flag} {run_dir}: made from another dataset ({what}); run from the same folder "
+        f"with the same data, or add --llmeval-resume-allow-mismatch to run them again here"
+    )
+
+
+def _check_rootdir(config: pytest.Config) -> None:
+    """Refuse a spaced ``--llmeval-resume PATH`` that moved pytest's rootdir: pytest took the
+    path for a test path before the plugin's options were known, and a moved rootdir renames
+    every case, so nothing of the run dir would match."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    flag = "--llmeval-resume"
+    spaced = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == flag]
+    for value in spaced:
+        moved = rootdir_without(config, value)
+        if moved is not None:
+            raise pytest.UsageError(
+                f"{flag} {value}: pytest took this path for a test path and moved its rootdir to "
+                f"{config.rootpath} (from {moved}), which renames every case; write "
+                f"{flag}={value}"
+            )
 
 
 PYTEST_MARKERS = ("filterwarnings", "parametrize", "skip", "skipif", "usefixtures", "xfail")

@@ -59,6 +59,7 @@ from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
 from pytest_llmeval.markdown import md_cell, md_code, one_line
 from pytest_llmeval.models import CaseResult, Outcome
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
+from pytest_llmeval.rundir.claim import folder_lock
 from pytest_llmeval.rundir.comparison import (
     FLIP_KINDS,
     BaselineDiff,
@@ -244,15 +245,37 @@ def write_baseline(
             f"baseline {path}: is a directory; give a file name such as baseline.json"
         )
     cases = sorted((_slim(row) for row in results), key=lambda c: c.nodeid)
-    write_json(
-        path,
-        {
-            "baseline_version": BASELINE_VERSION,
-            "run_id": run_id,
-            "report": dict(report),
-            "results": [case.model_dump(mode="json") for case in cases],
-        },
-    )
+    body = {
+        "baseline_version": BASELINE_VERSION,
+        "run_id": run_id,
+        "report": dict(report),
+        "results": [case.model_dump(mode="json") for case in cases],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with folder_lock(path.parent):  # sessions blessing one file take turns; each file whole
+        check_replaceable(path)
+        write_json(path, body)
+
+
+def check_replaceable(path: Path) -> None:
+    """A file already at ``path`` is replaced only when it is a baseline file (checked when
+    the session starts, and again under the lock when it writes)."""
+    if path.is_dir():
+        raise BaselineError(
+            f"baseline {path}: is a directory; give a file name such as baseline.json"
+        )
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise BaselineError(f"baseline {path}: cannot be read: {exc.strerror}") from None
+    if b'"baseline_version"' not in head:  # keys are sorted: it comes first
+        raise BaselineError(
+            f"baseline {path}: exists and is not a baseline file; not writing over it "
+            f"(give {UPDATE_FLAG} a new file name)"
+        )
 
 
 def _load_run_dir(path: Path) -> Baseline:

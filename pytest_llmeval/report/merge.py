@@ -433,6 +433,8 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
             journal.append(row, merged.runners.get(result.runner_fingerprint))
     finally:
         journal.close()
+    if journal.error is not None:  # a journal short of cases must not stand for the merge
+        raise journal.error
     written = writer.write(merged.results, merged.report, writer.suite_artifacts(merged.results))
     ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
     first = ordered[0].manifest
@@ -471,9 +473,11 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
 def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
     """``out_dir`` must be new, empty, or an earlier merge's output (which is replaced)."""
     resolved = out_dir.resolve()
-    for run in runs:
-        if run.path.resolve() == resolved:
-            raise MergeError([f"{out_dir}: is one of the run dirs being merged"])
+    for run in runs:  # replacing out_dir must never delete an input
+        if run.path.resolve().is_relative_to(resolved):
+            raise MergeError(
+                [f"{out_dir}: is or holds {run.path}, one of the run dirs being merged"]
+            )
     if not out_dir.exists():
         return
     if not out_dir.is_dir():

@@ -24,6 +24,7 @@ from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.state import LLMEvalState
 
@@ -46,15 +47,28 @@ class SessionReport:
         self.mlflow_run_id: str | None = None
         self.baseline_kept: str | None = None
         """The ``--llmeval-update-baseline`` file left as it was: the run was cut short."""
+        self.nothing_left = False
+        """A resume found every case finished: it only rebuilt the reports."""
+        self.unjournaled = False
+        """A process's journal stopped: the run is red, resume finishes it."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
-        for nodeid, (result, runner) in state.finished.items():  # a resumed run's earlier cases
-            self.results[nodeid] = result
+
+    def _add_earlier(self) -> None:
+        """A resumed run's earlier results that were reused (those of cases that changed
+        since were dropped at collection and ran again)."""
+        for nodeid, (result, runner) in self.state.finished.items():
+            self.results.setdefault(nodeid, result)
             if runner and result.runner_fingerprint:
                 self.runners.setdefault(result.runner_fingerprint, runner)
 
     # -- collecting --------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        refusal = getattr(report, "llmeval_refusal", None)
+        if refusal is not None:  # an xdist worker refused the resume: the session stops
+            self.state.refusal = self.state.refusal or str(refusal)
+        if getattr(report, "llmeval_unjournaled", None) is not None:
+            self.unjournaled = True  # a process's journal stopped (a full disk)
         data = getattr(report, "llmeval", None)
         if data is None:
             return
@@ -92,20 +106,35 @@ class SessionReport:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
+        self._add_earlier()
         ran = not session.config.option.collectonly
         empty_shard = settings.shard is not None and ran
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
-        if self.results or empty_shard or cut_short:  # an empty shard writes its run dir too
+        refused = self.state.refusal is not None  # stopped before running: touch nothing
+        # an empty shard writes its run dir too
+        if (self.results or empty_shard or cut_short) and not refused:
             try:
                 self._write(session)
-            except (OSError, UnicodeError, LLMEvalError) as exc:
+            except OSError as exc:
+                where = Path(exc.filename) if exc.filename else self.state.run_dir
+                message = unwritable(where, exc, "could not write the run dir:")
+                self.verdict.faults.append(Fault("write", message))
+            except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up
             session.testscollected += len(reports) // 3
             for report in reports:
                 session.config.hook.pytest_runtest_logreport(report=report)
+        if self.state.finished and not refused:
+            self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            session.exitstatus = _resumed_status(session, settings.exit_on, self.results)
         session.exitstatus = self._exit_status(session.exitstatus)
+        if self.unjournaled:  # cases were run that no journal holds
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # told by a worker
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            _say(session, f"ERROR: {self.state.refusal}")
         result = yield
         self._leak_check(session)
         session.exitstatus = self._exit_status(session.exitstatus)
@@ -204,9 +233,17 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.verdict.faults and self.report is None:
+        nothing = not self.results and not self.verdict.faults and self.report is None
+        if nothing or self.state.refusal is not None:
             return
         terminalreporter.section("llmeval")
+        for line in self.state.resume_notes:
+            terminalreporter.write_line(f"llmeval: {line}")
+        if self.nothing_left:
+            terminalreporter.write_line(
+                "llmeval: nothing left to run: every case has a final result from an earlier "
+                "attempt; the reports were rebuilt"
+            )
         if self.report is not None:
             for line in console.summary_lines(self.report.dump()):
                 terminalreporter.write_line(line)
@@ -254,3 +291,24 @@ def placeholder_notice(names: list[str]) -> str:
         f"sk-no-key-required, ...) or one under {MIN_SECRET_LENGTH} characters: not treated "
         "as a secret (not masked in the reports, not looked for by the leak check)"
     )
+
+
+def _resumed_status(
+    session: pytest.Session, exit_on: str, results: dict[str, CaseResult]
+) -> int | pytest.ExitCode:
+    """A resumed session's status counts the earlier attempts' cases too: a failure found
+    before the interruption still fails the run, and a resume with nothing left to run exits
+    as the finished run did (never "no tests collected")."""
+    status = session.exitstatus
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return status
+    missed = any(r.outcome in ("failed", "error") and not r.xfailed for r in results.values())
+    if exit_on == "all" and missed:
+        return pytest.ExitCode.TESTS_FAILED
+    return pytest.ExitCode.OK
+
+
+def _say(session: pytest.Session, line: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, red=True)

@@ -405,6 +405,12 @@ def clear_outputs(run_dirs: Sequence[Path], logs: Path) -> None:
     (``LLMEvalError``) leaves ``out`` as it was.
     """
     for path in run_dirs:
+        nested = [p.parent for p in path.rglob(".llmeval-run")] if path.is_dir() else []
+        if any(folder != path for folder in nested):
+            raise LLMEvalError(
+                f"{path}: holds another run dir ({next(f for f in nested if f != path)}); not "
+                "replacing it (give --out a folder of its own)"
+            )
         if path.exists() and not is_run_dir(path):
             raise LLMEvalError(
                 f"{path}: exists and is not a run dir; not replacing it "

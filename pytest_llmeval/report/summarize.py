@@ -16,8 +16,10 @@ from pytest_llmeval.redact import Redactor
 from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline import diff_markdown
 from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.claim import RunDirLock
+from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.rundir.models import Report
-from pytest_llmeval.rundir.read import read_run
+from pytest_llmeval.rundir.read import RunRecord, read_run
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
@@ -32,8 +34,19 @@ class Summarized:
 
 
 def summarize(run_dir: Path) -> Summarized:
-    """Rebuild ``report.json``, ``summary.md``, ``report.html`` and the results files."""
-    run = read_run(run_dir)
+    """Rebuild ``report.json``, ``summary.md``, ``report.html`` and the results files; a run
+    dir a session is still writing is refused (:class:`~pytest_llmeval.errors.RunDirError`)."""
+    if not is_run_dir(run_dir):
+        return _rebuild(run_dir, read_run(run_dir))  # says what is missing
+    lock = RunDirLock(run_dir, "summarize")
+    lock.acquire()
+    try:
+        return _rebuild(run_dir, read_run(run_dir))
+    finally:
+        lock.release()
+
+
+def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
     settings = Settings.model_validate(run.manifest.settings)
     writer = RunWriter(
         run_dir,

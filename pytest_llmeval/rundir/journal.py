@@ -11,6 +11,7 @@ every case. Earlier attempts only are read, so all xdist workers see the same se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -19,11 +20,16 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from pytest_llmeval import __version__
+from pytest_llmeval.errors import RunDirError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
+SCORERS_VERSION = __version__
+"""The version of the scorers that judged a journaled result (they ship with the plugin): a
+resume reuses only results judged by the same ones."""
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
 
 
@@ -43,17 +49,39 @@ class Journal:
 
     def __init__(self, run_dir: Path, attempt: int, process: str):
         self.path = journal_root(run_dir) / f"{attempt:03d}" / f"{process}-{os.getpid()}.jsonl"
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
         self._lock = threading.Lock()
+        self._whole = 0
+        """Bytes of whole lines written so far: a failed write is cut back to it."""
+        self.error: OSError | None = None
+        """Why the journal stopped (a full disk, a folder that cannot be written); once set,
+        nothing more is journaled and the file ends with its last whole line."""
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
-        line = _ENCODER.encode({"result": result, "runner": runner})
+        entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
+        line = (_ENCODER.encode(entry) + "\n").encode("ascii")
         with self._lock:
-            if self._handle is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = self.path.open("a", encoding="utf-8")
-            self._handle.write(line + "\n")
-            self._handle.flush()
+            if self.error is not None:
+                return
+            try:
+                if self._handle is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._handle = self.path.open("ab", buffering=0)
+                    self._whole = self._handle.seek(0, os.SEEK_END)
+                written = 0
+                while written < len(line):  # an unbuffered write may write part of the line
+                    written += self._handle.write(line[written:]) or 0
+                self._whole += written
+            except OSError as exc:
+                self.error = exc
+                self._cut_back()
+
+    def _cut_back(self) -> None:
+        """Drop a line written in part, so the journal ends with a whole line (truncating
+        needs no free space)."""
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._handle.fileno(), self._whole)
 
     def close(self) -> None:
         with self._lock:
@@ -72,10 +100,28 @@ def read_final(
     return read_results(run_dir, before_attempt, final_only=True)
 
 
+def read_reusable(
+    run_dir: Path, before_attempt: int
+) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str]]:
+    """What a resume may reuse: the final results of the attempts before ``before_attempt``
+    judged by these scorers (:data:`SCORERS_VERSION`), and the node ids of final results
+    judged by other ones (or by a plugin that did not record its version), which run again."""
+    rescore: set[str] = set()
+    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore)
+    return found, rescore
+
+
 def read_results(
-    run_dir: Path, before_attempt: int | None = None, *, final_only: bool = False
+    run_dir: Path,
+    before_attempt: int | None = None,
+    *,
+    final_only: bool = False,
+    rescore: set[str] | None = None,
 ) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
-    """The latest journaled result of every case (only final ones with ``final_only``)."""
+    """The latest journaled result of every case (only final ones with ``final_only``).
+
+    With ``rescore``, a final result judged by other scorers is not final: its node id is
+    added to ``rescore`` instead."""
     found: dict[str, tuple[CaseResult, dict[str, Any] | None]] = {}
     root = journal_root(run_dir)
     if not root.is_dir():
@@ -87,17 +133,44 @@ def read_results(
     )
     for attempt in attempts:
         for path in sorted(attempt.glob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in _whole_lines(path):
                 try:
                     entry = json.loads(line)
                     result = CaseResult.kept(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
+                if rescore is not None:
+                    rescore.discard(result.nodeid)
+                    if _final(result) and entry.get("scorers") != SCORERS_VERSION:
+                        rescore.add(result.nodeid)
+                        found.pop(result.nodeid, None)
+                        continue
                 if not final_only or _final(result):
                     found[result.nodeid] = (result, entry.get("runner"))
                 else:
                     found.pop(result.nodeid, None)
     return found
+
+
+def _whole_lines(path: Path) -> list[str]:
+    """The whole lines of a journal file: a last line without its newline (a write cut short
+    by a crash or a full disk) is left out. The journal is ASCII (JSON escapes): a line that is
+    not valid UTF-8 was damaged after it was written, and is an error naming the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot be read: {exc.strerror}") from None
+    lines = data.split(b"\n")[:-1]
+    out = []
+    for number, line in enumerate(lines, 1):
+        try:
+            out.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise RunDirError(
+                f"{path}:{number}: not valid UTF-8 (the journal was damaged); delete that line "
+                "(its case runs again on resume) and try again"
+            ) from None
+    return out
 
 
 def _final(result: CaseResult) -> bool:

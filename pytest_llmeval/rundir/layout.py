@@ -36,7 +36,8 @@ ARTIFACTS: tuple[Artifact, ...] = (
         "text",
         "rundir.files.tag_run_dir",
         ("plugin (collection skips tagged folders)", "report.merge"),
-        "the tag that marks a run dir: its files are results, not eval cases",
+        "the tag that marks a run dir: its files are results, not eval cases; the session "
+        "writing the run dir holds an exclusive flock on it (rundir.claim)",
     ),
     Artifact(
         "manifest.json",

@@ -28,6 +28,7 @@ from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult, EvalCase, Transcript
 from pytest_llmeval.repeats import score_repeats
 from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase, Suite
+from pytest_llmeval.suites.fields import check_counts
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -231,7 +232,12 @@ class EvalItem(pytest.Function):
         **kwargs: Any,
     ):
         super().__init__(callobj=_run_case, **kwargs)
-        self._case = case
+        if case is not None and problem is None:  # a suite's ready-built case (GAIA)
+            try:
+                check_counts(case)
+            except CaseFileError as exc:
+                problem = exc
+        self._case = case if problem is None else None
         self._pending = pending
         self.problem = problem
         self.transcript: Transcript | None = None

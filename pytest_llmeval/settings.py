@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
+from pytest_llmeval import bounds
+from pytest_llmeval.bounds import Bound
 from pytest_llmeval.pricing import Price
 from pytest_llmeval.providers import Provider
 from pytest_llmeval.redact import public_url
@@ -59,6 +61,8 @@ class OptionSpec:
     type: str = "string"  # string | int | float | path | choice | list | flag | shard
     choices: tuple[str, ...] = ()
     metavar: str | None = None
+    bound: Bound | None = None
+    """The range of an ``int`` option that multiplies work (:mod:`pytest_llmeval.bounds`)."""
 
     @property
     def flag(self) -> str:
@@ -128,6 +132,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=8,
         type="int",
         metavar="N",
+        bound=bounds.CONCURRENCY,
     ),
     OptionSpec(
         "timeout",
@@ -142,6 +147,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=5,
         type="int",
         metavar="N",
+        bound=bounds.MAX_TURNS,
     ),
     OptionSpec(
         "seed-manifest",
@@ -228,6 +234,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="1",
         type="int",
         metavar="K",
+        bound=bounds.REPEATS,
     ),
     OptionSpec(
         "repeat-rule",
@@ -272,6 +279,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="1",
         type="int",
         metavar="J",
+        bound=bounds.JUDGE_REPEATS,
     ),
     OptionSpec(
         "embedding-model",
@@ -431,6 +439,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=8,
         type="int",
         metavar="N",
+        bound=bounds.BATCH_SIZE,
     ),
     OptionSpec(
         "mlflow",
@@ -452,6 +461,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "halves it for a while (adaptive backoff). Unlimited when unset.",
         type="int",
         metavar="N",
+        bound=bounds.MAX_CONNECTIONS,
     ),
     OptionSpec(
         "rate-limit",

@@ -1,0 +1,209 @@
+"""Counts that multiply work are bounded, and budgets count everything that costs.
+
+* Repeats, judge repeats, turn limits and concurrency are whole numbers in a documented range
+  (:mod:`pytest_llmeval.bounds`) wherever they are given; a bad one is an error where it
+  stands: a usage error on the command line, ini or environment (exit 4), that row's error in
+  a data row, that manifest's error item in a manifest. It is never silently 1.
+* The per-case timeout bounds all of a case's repeats together.
+* ``--llmeval-max-tokens-total`` and ``--llmeval-max-cost`` count every repeat, judge calls and
+  judge repeats; under ``-n`` they are session-wide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import read_jsonl, write_json
+
+ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
+BAD_COUNTS = ["0", "-1", "3.0", "2.5", "1e9", "true", "1001", "1000000000", "many"]
+"""Command-line spellings of a repeat count that must be refused (the range is 1 to 1,000)."""
+
+
+def _rows(path: Path) -> dict[str, dict[str, object]]:
+    return {str(r["case_id"]): r for r in read_jsonl(path / "results.jsonl")}
+
+
+def _good(n: int = 2) -> list[dict[str, str]]:
+    return [{"id": f"good-{i}", "input": f"w{i}", "expected_output": f"w{i}"} for i in range(n)]
+
+
+# -- the command line, the ini file and the environment: a usage error -----------------------
+
+
+@pytest.mark.parametrize("value", BAD_COUNTS)
+def test_a_bad_repeat_count_on_the_command_line_is_a_usage_error(
+    pytester: pytest.Pytester, value: str
+) -> None:
+    write_json(pytester, "qa.golden.json", _good())
+    result = pytester.runpytest(*ECHO, f"--llmeval-repeats={value}", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --llmeval-repeats takes a whole number from 1 to 1,000, got '{value}'"]
+    )
+    assert not (pytester.path / "run").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "range_text"),
+    [
+        ("judge-repeats", "0", "1 to 100"),
+        ("judge-repeats", "101", "1 to 100"),
+        ("max-turns", "0", "1 to 500"),
+        ("max-turns", "100000", "1 to 500"),
+        ("concurrency", "0", "1 to 1,000"),
+        ("concurrency", "1e9", "1 to 1,000"),
+        ("max-connections", "0", "1 to 10,000"),
+        ("max-connections", "true", "1 to 10,000"),
+        ("batch-size", "2.5", "1 to 4,096"),
+        ("batch-size", "5000", "1 to 4,096"),
+    ],
+)
+def test_every_count_that_multiplies_work_is_bounded(
+    pytester: pytest.Pytester, option: str, value: str, range_text: str
+) -> None:
+    write_json(pytester, "qa.golden.json", _good())
+    result = pytester.runpytest(*ECHO, f"--llmeval-{option}={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --llmeval-{option} takes a whole number from {range_text}, got '{value}'"]
+    )
+
+
+def test_a_bad_count_in_the_ini_file_or_the_environment_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_json(pytester, "qa.golden.json", _good())
+    pytester.makeini("[pytest]\nllmeval_repeats = 1000000000\n")
+    result = pytester.runpytest(*ECHO)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ini llmeval_repeats (--llmeval-repeats) takes a whole number from 1 to 1,000, "
+            "got '1000000000'"
+        ]
+    )
+    (pytester.path / "tox.ini").unlink()
+    monkeypatch.setenv("PYTEST_LLMEVAL_CONCURRENCY", "0")
+    result = pytester.runpytest(*ECHO)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: environment variable PYTEST_LLMEVAL_CONCURRENCY (--llmeval-concurrency) takes "
+            "a whole number from 1 to 1,000, got '0'"
+        ]
+    )
+
+
+def test_the_largest_counts_are_accepted(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", _good(1))
+    result = pytester.runpytest(
+        *ECHO, "--llmeval-judge-repeats=100", "--llmeval-max-turns=500",
+        "--llmeval-concurrency=1000", "--llmeval-repeats=3", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    assert _rows(pytester.path / "run")["good-0"]["repeats"]["n"] == 3  # type: ignore[index]
+
+
+# -- a data row: that row's error, the other cases run ---------------------------------------
+
+BAD_ROW_REPEATS = [
+    ('"3"', "a string"),
+    ("0", "0"),
+    ("-2", "-2"),
+    ("true", "a boolean"),
+    ("2.5", "2.5"),
+    ("3.0", "3.0"),
+    ("1e9", "1000000000.0"),
+    ("1000000000", "1000000000"),
+    ("[3]", "an array"),
+]
+
+
+def test_a_bad_repeat_count_in_a_row_is_that_rows_error(pytester: pytest.Pytester) -> None:
+    lines = [json.dumps(row) for row in _good()]
+    for i, (value, _) in enumerate(BAD_ROW_REPEATS):
+        lines.append(
+            f'{{"id": "bad-{i}", "input": "x", "expected_output": "x", '
+            f'"metadata": {{"repeats": {value}}}}}'
+        )
+    lines.append('{"id": "ok-3", "input": "x", "expected_output": "x", "metadata": {"repeats": 3}}')
+    (pytester.path / "c.eval.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", "-rE")
+    result.assert_outcomes(passed=3, errors=len(BAD_ROW_REPEATS))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = _rows(pytester.path / "run")
+    assert sorted(rows) == sorted(
+        ["good-0", "good-1", "ok-3", *(f"bad-{i}" for i in range(len(BAD_ROW_REPEATS)))]
+    )
+    for i, (_, shown) in enumerate(BAD_ROW_REPEATS):
+        line = 3 + i
+        assert rows[f"bad-{i}"]["outcome"] == "error"
+        assert rows[f"bad-{i}"]["error"] == (
+            f"c.eval.jsonl:{line}: metadata.repeats: expected a whole number from 1 to 1,000, "
+            f"got {shown}"
+        )
+    assert rows["ok-3"]["outcome"] == "passed"
+    assert rows["ok-3"]["repeats"]["n"] == 3  # type: ignore[index]
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "message"),
+    [
+        (
+            "t.golden.json",
+            [{"id": "t", "input": "x", "expected_output": "x", "max_turns": 100000}],
+            "t.golden.json:1: max_turns: expected a whole number from 1 to 500, got 100000",
+        ),
+        (
+            "t.golden.json",
+            [{"id": "t", "input": "x", "expected_output": "x", "max_turns": "9"}],
+            "t.golden.json:1: max_turns: expected a whole number from 1 to 500, got a string",
+        ),
+    ],
+)
+def test_a_bad_turn_limit_in_a_row_is_that_rows_error(
+    pytester: pytest.Pytester, name: str, row: list[dict[str, object]], message: str
+) -> None:
+    write_json(pytester, "good.golden.json", _good())
+    (pytester.path / name).write_text(json.dumps(row), encoding="utf-8")
+    result = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", "-rE")
+    result.assert_outcomes(passed=2, errors=1)
+    rows = _rows(pytester.path / "run")
+    assert rows["t"]["outcome"] == "error"
+    assert rows["t"]["error"] == message
+
+
+# -- a manifest: that manifest's error item ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1000000000", "repeats: expected a whole number <= 1000, got 1000000000"),
+        ("0", "repeats: expected a whole number >= 1, got 0"),
+        ('"3"', "repeats: expected a whole number, got a string"),
+        ("true", "repeats: expected a whole number, got a boolean"),
+        ("2.5", "repeats: expected a whole number, got a number"),
+    ],
+)
+def test_a_bad_repeat_count_in_a_manifest_is_that_manifests_error(
+    pytester: pytest.Pytester, value: str, message: str
+) -> None:
+    write_json(pytester, "good.golden.json", _good())
+    write_json(pytester, "data.json", [{"id": "d", "input": "d", "expected_output": "d"}])
+    pytester.makefile(".llmeval.yaml", m=f"suite: golden\ndata: data.json\nrepeats: {value}\n")
+    result = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", "-rE")
+    result.assert_outcomes(passed=2, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = list(_rows(pytester.path / "run").values())
+    errors = [r for r in rows if r["outcome"] == "error"]
+    assert [r["error"] for r in errors] == [f"m.llmeval.yaml:3: {message}"]
+    assert sorted(r["case_id"] for r in rows if r["outcome"] == "passed") == ["good-0", "good-1"]

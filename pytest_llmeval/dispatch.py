@@ -199,28 +199,41 @@ class Dispatcher:
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         runs = self.repeats_for(case)
+        clock = _CaseClock(self.timeout_s, runs)
         if runs == 1:
-            return await self._once(key, case, agent, broker, 0)
-        done = await asyncio.gather(*(self._once(key, case, agent, broker, r) for r in range(runs)))
+            return await self._once(key, case, agent, broker, 0, clock)
+        done = await asyncio.gather(
+            *(self._once(key, case, agent, broker, r, clock) for r in range(runs))
+        )
         first = next((t for t in done if t.error is None), done[0])
         events = [{**e, "repeat": r} for r, t in enumerate(done) for e in t.events]
         return first.model_copy(update={"repeats": list(done), "events": events})
 
     async def _once(
-        self, key: str, case: EvalCase, agent: Any, broker: ToolBroker, repeat: int
+        self,
+        key: str,
+        case: EvalCase,
+        agent: Any,
+        broker: ToolBroker,
+        repeat: int,
+        clock: _CaseClock,
     ) -> Transcript:
-        """One run of one case, in its own task, slot, cassette scope and event stream."""
+        """One run of one case, in its own task, slot, cassette scope and event stream; every
+        step ends by the case's deadline (``clock``), shared by all of its repeats."""
         assert self._semaphore is not None
         async with self._semaphore:
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
                 try:
-                    transcript = await within(run_agent(agent, case, broker), self.timeout_s)
+                    left = clock.left()
+                    transcript = await within(run_agent(agent, case, broker), left)
                     if case.similarity_reference is not None and transcript.error is None:
-                        transcript = await within(self._measured(case, transcript), self.timeout_s)
+                        left = clock.left()
+                        transcript = await within(self._measured(case, transcript), left)
                     if case.judge is not None and transcript.error is None:
-                        transcript = await within(self._judged(case, transcript), self.timeout_s)
+                        left = clock.left()
+                        transcript = await within(self._judged(case, transcript), left)
                 except asyncio.TimeoutError:
-                    transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
+                    transcript = _fault(clock.message, "timeout")
                 except RunnerError as exc:
                     transcript = _fault(str(exc), exc.kind)
                 except Exception as exc:
@@ -287,6 +300,33 @@ class Dispatcher:
         except RunnerError as exc:  # the judge's backend failed: an error, never a verdict
             raise RunnerError(f"judge: {exc}", kind=exc.kind) from exc
         return transcript.model_copy(update={"judgement": judgement})
+
+
+class _CaseClock:
+    """The deadline of one case: ``--llmeval-timeout`` from the moment its first run got a
+    slot, for every step of every repeat (the agent, the similarity, the judge). A case's
+    repeats and services together never take longer than the timeout; a repeat that gets its
+    slot after the deadline times out at once, without running."""
+
+    def __init__(self, timeout_s: float, runs: int) -> None:
+        self.timeout_s = timeout_s
+        self.runs = runs
+        self._end: float | None = None
+
+    def left(self) -> float:
+        """Seconds left (the clock starts at the first call); ``TimeoutError`` when none."""
+        now = asyncio.get_running_loop().time()
+        if self._end is None:
+            self._end = now + self.timeout_s
+        left = self._end - now
+        if left <= 0:
+            raise asyncio.TimeoutError
+        return left
+
+    @property
+    def message(self) -> str:
+        text = f"timed out after {self.timeout_s:g}s"
+        return text if self.runs == 1 else f"{text} (the timeout covers all {self.runs} repeats)"
 
 
 def _settle(

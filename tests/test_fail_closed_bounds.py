@@ -207,3 +207,90 @@ def test_a_bad_repeat_count_in_a_manifest_is_that_manifests_error(
     errors = [r for r in rows if r["outcome"] == "error"]
     assert [r["error"] for r in errors] == [f"m.llmeval.yaml:3: {message}"]
     assert sorted(r["case_id"] for r in rows if r["outcome"] == "passed") == ["good-0", "good-1"]
+
+
+# -- the timeout bounds all of a case's repeats; Ctrl-C stops them ---------------------------
+
+HANGING_CONFTEST = """
+import asyncio
+from pathlib import Path
+
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Hanging:
+    name = "hanging"
+
+    def fingerprint(self):
+        return {"type": "hanging"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if text == "hang":
+            Path("started").touch()
+            await asyncio.sleep(3600)
+        return Completion(text=text, usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("hanging", lambda settings: Hanging())
+"""
+
+HANGING_ROWS = [
+    {"id": "hangs", "input": "hang", "expected_output": "x", "metadata": {"repeats": 1000}},
+    {"id": "quick", "input": "ok", "expected_output": "ok"},
+]
+
+
+def test_the_timeout_covers_all_of_a_cases_repeats(pytester: pytest.Pytester) -> None:
+    """1,000 repeats of a case that never answers, one at a time, end after one timeout, not
+    after 1,000 of them; the case is an error and the next case runs."""
+    pytester.makeconftest(HANGING_CONFTEST)
+    write_json(pytester, "h.golden.json", HANGING_ROWS)
+    result = pytester.runpytest_subprocess(
+        "--llmeval-runner", "hanging", "--llmeval-timeout", "1", "--llmeval-concurrency", "1",
+        "--llmeval-run-dir", "run", "-p", "no:cacheprovider", timeout=120,
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, errors=1)
+    rows = _rows(pytester.path / "run")
+    assert rows["quick"]["outcome"] == "passed"
+    assert rows["hangs"]["outcome"] == "error"
+    assert rows["hangs"]["error"] == "timed out after 1s (the timeout covers all 1000 repeats)"
+    events = read_jsonl(pytester.path / "run" / "events.jsonl")
+    errors = [e for e in events if e.get("sample_id") == "hangs" and e.get("type") == "error"]
+    assert len(errors) == 1000
+    assert {e["message"] for e in errors} == {
+        "timed out after 1s (the timeout covers all 1000 repeats)"
+    }
+
+
+def test_ctrl_c_stops_a_case_with_the_most_repeats(pytester: pytest.Pytester) -> None:
+    """SIGINT while 1,000 repeats of a case hang: the session ends (no hang, no traceback)."""
+    pytester.makeconftest(HANGING_CONFTEST)
+    write_json(pytester, "h.golden.json", HANGING_ROWS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--llmeval-runner", "hanging",
+         "--llmeval-timeout", "3600", "--llmeval-concurrency", "1000",
+         "--llmeval-run-dir", "run", "-p", "no:cacheprovider"],
+        cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # the first repeat has reached the backend
+            if (pytester.path / "started").exists() or proc.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        assert (pytester.path / "started").exists()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+    assert "INTERNALERROR" not in text and "KeyboardInterrupt" in text

@@ -358,6 +358,8 @@ class CaseResult(_Model):
     response: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    """The model's tokens over every run of the case (all its repeats); the judge's are in
+    ``details.judge.usage`` (every verdict, every repeat). Budgets and totals count both."""
     fixture_hits: int = 0
     fixture_misses: int = 0
     details: dict[str, Any] = Field(default_factory=dict)

@@ -67,7 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
     """Budgets in every process that runs cases; progress where the results arrive."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers)
+    ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
+    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers, ledger)
     config.pluginmanager.register(budget, "llmeval-budget")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")

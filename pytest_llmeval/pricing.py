@@ -32,6 +32,7 @@ __all__ = [
     "Price",
     "Spend",
     "is_budget_skip",
+    "judge_usage",
     "load_prices",
     "price_of",
     "usage_tokens",
@@ -109,6 +110,13 @@ def price_of(table: Mapping[str, Price], model: str | None) -> Price | None:
     return table.get(ANY_MODEL)
 
 
+def judge_usage(details: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The judge's tokens of a case (``details.judge.usage``), or ``None`` when not judged."""
+    judge = (details or {}).get("judge")
+    usage = judge.get("usage") if isinstance(judge, Mapping) else None
+    return usage if isinstance(usage, Mapping) else None
+
+
 def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
     """``(prompt, completion)`` tokens of a result's ``usage`` dump."""
     usage = usage or {}
@@ -123,6 +131,9 @@ class Spend:
     """The price table; ``None``: no cost is worked out."""
     default_model: str | None = None
     """The model of a result whose runner names none (``--llmeval-model``)."""
+    judge_model: str | None = None
+    """The model the judge's tokens are priced as (``--llmeval-judge-model``, else the
+    default model)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -133,8 +144,17 @@ class Spend:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def add_case(self, data: Mapping[str, Any], runner: Mapping[str, Any] | None) -> None:
+        """Count everything one case result (a dump of one) cost: the model's tokens over
+        every run (``usage``) at its runner's model, and the judge's over every verdict
+        (``details.judge.usage``) at the judge's model."""
+        self.add(data.get("usage"), runner)
+        judged = judge_usage(data.get("details"))
+        if judged is not None:
+            self.add(judged, {"model": self.judge_model or self.default_model})
+
     def add(self, usage: Mapping[str, Any] | None, runner: Mapping[str, Any] | None) -> None:
-        """Count one result: its ``usage`` dump and the fingerprint of its runner."""
+        """Count one ``usage`` dump, priced as the model of ``runner`` (a fingerprint)."""
         prompt, completion = usage_tokens(usage)
         self.prompt_tokens += prompt
         self.completion_tokens += completion

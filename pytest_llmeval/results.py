@@ -30,6 +30,7 @@ from pytest_llmeval.models import (
     Outcome,
     ToolCall,
     Transcript,
+    Usage,
 )
 from pytest_llmeval.redact import Redactor
 from pytest_llmeval.rundir.journal import Journal
@@ -86,10 +87,10 @@ class ResultBuilder:
             **self.shown_case(case, transcript),
             response=self.shown_response(case.suite, transcript.response),
             tool_calls=transcript.tool_calls,
-            usage=transcript.usage,
+            usage=spent_usage(transcript),
             fixture_hits=transcript.fixture_hits,
             fixture_misses=transcript.fixture_misses,
-            details=score.details,
+            details=_with_judge_total(score.details, transcript),
             repeats=score.repeats,
             events=transcript.events,
         )
@@ -231,6 +232,7 @@ class ResultBuilder:
             traceback=None if report.skipped else _traceback(excinfo),
             events=transcript.events if transcript else [],
             duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
+            usage=spent_usage(transcript) if transcript else Usage(),
         )
 
     def attach(
@@ -267,6 +269,23 @@ class ResultBuilder:
             fp = agent_fingerprint(agent)
             last = self._last_fingerprint = (agent, fp, runner_id(fp))
         return last[1], last[2]
+
+
+def spent_usage(transcript: Transcript) -> Usage:
+    """The model's tokens over every run of a case (every repeat), what budgets count."""
+    if not transcript.repeats:
+        return transcript.usage
+    return sum((run.usage for run in transcript.repeats), Usage())
+
+
+def _with_judge_total(details: dict[str, Any], transcript: Transcript) -> dict[str, Any]:
+    """``details`` whose ``judge.usage`` counts the judge's tokens over every run of a
+    repeated case (a suite reads one run's verdict; each run was judged)."""
+    judge = details.get("judge")
+    if not transcript.repeats or not isinstance(judge, dict):
+        return details
+    total = sum((r.judgement.usage for r in transcript.repeats if r.judgement), Usage())
+    return {**details, "judge": {**judge, "usage": total.model_dump()}}
 
 
 def _empty(value: Any) -> bool:

@@ -136,7 +136,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "timeout",
-        "Seconds one case may take before it is an error.",
+        "Seconds one case may take before it is an error: its agent, similarity and judge, "
+        "and all its repeats together, from the moment it starts.",
         default=60.0,
         type="float",
         metavar="SECONDS",
@@ -490,9 +491,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "max-tokens-total",
-        "Stop the run once the cases' prompt plus completion tokens reach N: the remaining "
-        "cases are skipped with the reason, the reports are written and the exit status is 2 "
-        "(interrupted). With -n each worker stops at its share (N / workers).",
+        "Stop the run once the cases' prompt plus completion tokens reach N (every repeat, "
+        "judge calls and judge repeats included): the remaining cases are skipped with the "
+        "reason, the reports are written and the exit status is 2 (interrupted). With -n the "
+        "limit is the whole session's, counted by the controller for every worker.",
         type="int",
         metavar="N",
     ),

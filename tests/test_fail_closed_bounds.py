@@ -294,3 +294,184 @@ def test_ctrl_c_stops_a_case_with_the_most_repeats(pytester: pytest.Pytester) ->
     text = out.decode("utf-8", "replace")
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
     assert "INTERNALERROR" not in text and "KeyboardInterrupt" in text
+
+
+# -- budgets count every repeat, the judge, and the whole session under -n -------------------
+
+BUDGET_EXIT = pytest.ExitCode.INTERRUPTED
+
+
+def _say(n: int, prefix: str = "c") -> list[dict[str, str]]:
+    """Golden cases the echo runner passes, each run 3 prompt + 3 completion tokens."""
+    return [
+        {
+            "id": f"{prefix}{i:03d}",
+            "input": f"say word{i} again",
+            "expected_output": f"say word{i} again",
+        }
+        for i in range(n)
+    ]
+
+
+def _outcomes(run_dir: Path) -> dict[str, tuple[object, object]]:
+    return {k: (r["outcome"], r["error"]) for k, r in _rows(run_dir).items()}
+
+
+def test_a_token_budget_counts_every_repeat(pytester: pytest.Pytester) -> None:
+    """3 repeats of 6 tokens are 18 tokens a case: a 36-token budget runs exactly 2 cases
+    (counting the first run only, it ran 6)."""
+    write_json(pytester, "qa.golden.json", _say(8))
+    result = pytester.runpytest(
+        *ECHO, "--llmeval-repeats", "3", "--llmeval-concurrency", "1",
+        "--llmeval-max-tokens-total", "36", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == BUDGET_EXIT
+    result.assert_outcomes(passed=2, skipped=6)
+    found = _outcomes(pytester.path / "run")
+    assert [found[f"c{i:03d}"][0] for i in range(8)] == ["passed"] * 2 + ["skipped"] * 6
+    assert found["c007"][1] == "budget reached: 36 tokens of --llmeval-max-tokens-total=36"
+    usage = _rows(pytester.path / "run")["c000"]["usage"]
+    assert usage == {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}
+    result.stdout.fnmatch_lines(["llmeval: 36 tokens (18 prompt, 18 completion)"])
+
+
+JUDGE_CONFTEST = """
+import json
+
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Judge:
+    name = "judgy"
+
+    def fingerprint(self):
+        return {"type": "judgy", "model": "judge-model"}
+
+    async def generate(self, request):
+        verdict = {"scores": {"correct": 1.0}, "reason": "fine"}
+        return Completion(
+            text=json.dumps(verdict),
+            usage=Usage(prompt_tokens=10, completion_tokens=4, total_tokens=14),
+        )
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("judgy", lambda settings: Judge())
+"""
+
+
+def _judged(n: int) -> list[dict[str, object]]:
+    return [{**case, "rubric": {"correct": 1.0}} for case in _say(n)]
+
+
+JUDGE = ("--llmeval-judge-runner", "judgy", "--llmeval-judge-model", "judge-model")
+
+
+def test_a_token_budget_counts_the_judge_and_its_repeats(pytester: pytest.Pytester) -> None:
+    """A case costs 6 model tokens, and 2 verdicts of 14 judge tokens each: 34 tokens. A
+    68-token budget runs exactly 2 cases (counting the model's tokens only, it ran 12)."""
+    pytester.makeconftest(JUDGE_CONFTEST)
+    write_json(pytester, "qa.golden.json", _judged(8))
+    result = pytester.runpytest(
+        *ECHO, *JUDGE, "--llmeval-judge-repeats", "2", "--llmeval-concurrency", "1",
+        "--llmeval-max-tokens-total", "68", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == BUDGET_EXIT
+    result.assert_outcomes(passed=2, skipped=6)
+    found = _outcomes(pytester.path / "run")
+    assert [found[f"c{i:03d}"][0] for i in range(8)] == ["passed"] * 2 + ["skipped"] * 6
+    assert found["c007"][1] == "budget reached: 68 tokens of --llmeval-max-tokens-total=68"
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["suites"]["golden"]["judge"]["tokens"] == 2 * 28
+
+
+def test_judge_tokens_of_every_repeat_are_counted_and_priced(pytester: pytest.Pytester) -> None:
+    """3 repeats, each judged: the case's judge usage, the terminal's tokens and
+    totals.cost_usd count all three verdicts, the judge's at the judge model's price."""
+    pytester.makeconftest(JUDGE_CONFTEST)
+    write_json(pytester, "qa.golden.json", _judged(2))
+    pytester.makefile(
+        ".yaml",
+        prices="echo-model: {input: 1000, output: 2000}\njudge-model: {input: 100, output: 1000}\n",
+    )
+    result = pytester.runpytest(
+        *ECHO, *JUDGE, "--llmeval-repeats", "3", "--llmeval-prices", "prices.yaml",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    row = _rows(pytester.path / "run")["c000"]
+    assert row["usage"] == {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}
+    judge = row["details"]["judge"]  # type: ignore[index]
+    assert judge["usage"] == {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
+    # a case: model 9 * $0.001 + 9 * $0.002 = $0.027; judge 30 * $0.0001 + 12 * $0.001 = $0.015
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["totals"]["cost_usd"] == pytest.approx(2 * 0.042)
+    result.stdout.fnmatch_lines(["llmeval: 120 tokens (78 prompt, 42 completion), $0.0840"])
+
+
+def _ids_on_worker(worker: int, n: int) -> list[str]:
+    from pytest_llmeval.shards import worker_of
+
+    ids = []
+    i = 0
+    while len(ids) < n:
+        if worker_of(f"c{i:03d}", 2) == worker:
+            ids.append(f"c{i:03d}")
+        i += 1
+    return ids
+
+
+def test_under_xdist_a_budget_is_the_sessions_not_a_share(pytester: pytest.Pytester) -> None:
+    """Every case goes to one worker: it may spend the whole 30-token budget (5 cases of 6),
+    not its half (3 cases), and the session stops there exactly."""
+    pytest.importorskip("xdist")
+    ids = _ids_on_worker(0, 10)
+    write_json(
+        pytester,
+        "qa.golden.json",
+        [{"id": i, "input": f"say {i} now", "expected_output": f"say {i} now"} for i in ids],
+    )
+    result = pytester.runpytest(
+        *ECHO, "-n", "2", "--llmeval-concurrency", "1", "--llmeval-max-tokens-total", "30",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == BUDGET_EXIT
+    found = _outcomes(pytester.path / "run")
+    assert sorted(found) == sorted(ids)
+    assert [found[i][0] for i in ids] == ["passed"] * 5 + ["skipped"] * 5
+    assert {found[i][1] for i in ids[5:]} == {
+        "budget reached: 30 tokens of --llmeval-max-tokens-total=30"
+    }
+
+
+def test_under_xdist_the_workers_share_one_budget(pytester: pytest.Pytester) -> None:
+    """Cases on both workers: the session runs the 4 cases the 24-token budget holds, and at
+    most one more that the other worker had in hand when it was reached; every skip names the
+    session's budget, not a worker's share of it."""
+    pytest.importorskip("xdist")
+    ids = sorted(_ids_on_worker(0, 6) + _ids_on_worker(1, 6))
+    write_json(
+        pytester,
+        "qa.golden.json",
+        [{"id": i, "input": f"say {i} now", "expected_output": f"say {i} now"} for i in ids],
+    )
+    result = pytester.runpytest(
+        *ECHO, "-n", "2", "--llmeval-concurrency", "1", "--llmeval-max-tokens-total", "24",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == BUDGET_EXIT
+    found = _outcomes(pytester.path / "run")
+    assert sorted(found) == ids
+    ran = [i for i in ids if found[i][0] == "passed"]
+    assert 4 <= len(ran) <= 5, found
+    skipped = [error for outcome, error in found.values() if outcome == "skipped"]
+    assert len(skipped) == 12 - len(ran)
+    assert all(
+        str(e).startswith("budget reached: ")
+        and str(e).endswith(" tokens of --llmeval-max-tokens-total=24")
+        for e in skipped
+    )

@@ -202,12 +202,25 @@ class Dispatcher:
         clock = _CaseClock(self.timeout_s, runs)
         if runs == 1:
             return await self._once(key, case, agent, broker, 0, clock)
-        done = await asyncio.gather(
-            *(self._once(key, case, agent, broker, r, clock) for r in range(runs))
-        )
+        done = await self._repeated(key, case, agent, broker, clock)
         first = next((t for t in done if t.error is None), done[0])
         events = [{**e, "repeat": r} for r, t in enumerate(done) for e in t.events]
         return first.model_copy(update={"repeats": list(done), "events": events})
+
+    async def _repeated(
+        self, key: str, case: EvalCase, agent: Any, broker: ToolBroker, clock: _CaseClock
+    ) -> list[Transcript]:
+        """The case's runs in repeat order, at most ``concurrency`` of them started at once:
+        a case with many repeats holds a few tasks, not one per repeat."""
+        left = iter(range(clock.runs))
+        by_repeat: dict[int, Transcript] = {}
+
+        async def next_runs() -> None:
+            for repeat in left:
+                by_repeat[repeat] = await self._once(key, case, agent, broker, repeat, clock)
+
+        await asyncio.gather(*(next_runs() for _ in range(min(clock.runs, self.concurrency))))
+        return [by_repeat[r] for r in range(clock.runs)]
 
     async def _once(
         self,

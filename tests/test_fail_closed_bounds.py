@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,6 +21,11 @@ from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_json
+
+from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.models import EvalCase
+from pytest_llmeval.shards import worker_of
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
 BAD_COUNTS = ["0", "-1", "3.0", "2.5", "1e9", "true", "1001", "1000000000", "many"]
@@ -414,8 +420,6 @@ def test_judge_tokens_of_every_repeat_are_counted_and_priced(pytester: pytest.Py
 
 
 def _ids_on_worker(worker: int, n: int) -> list[str]:
-    from pytest_llmeval.shards import worker_of
-
     ids = []
     i = 0
     while len(ids) < n:
@@ -475,3 +479,34 @@ def test_under_xdist_the_workers_share_one_budget(pytester: pytest.Pytester) -> 
         and str(e).endswith(" tokens of --llmeval-max-tokens-total=24")
         for e in skipped
     )
+
+
+class _CountingAgent:
+    """Answers at once; remembers the most tasks alive on the loop while it ran."""
+
+    def __init__(self) -> None:
+        self.most_tasks = 0
+        self.runs = 0
+
+    async def run(self, case: object, broker: object) -> str:
+        self.runs += 1
+        self.most_tasks = max(self.most_tasks, len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        return "ok"
+
+
+def test_a_case_with_many_repeats_holds_few_tasks(tmp_path: Path) -> None:
+    """1,000 repeats at concurrency 2 run as a few tasks at a time (memory stays bounded by
+    the concurrency, not the repeat count), and all 1,000 run, in repeat order."""
+    agent = _CountingAgent()
+    case = EvalCase(case_id="many", suite="golden", file="x.jsonl", line=1)
+    dispatcher = Dispatcher(concurrency=2, timeout_s=60.0)
+    dispatcher.repeats_for = lambda case: 1000
+    try:
+        job = (case, agent, ToolBroker.from_dir(tmp_path / "none"))
+        transcript = dispatcher.transcript("x.jsonl::many", job)
+    finally:
+        dispatcher.close()
+    assert agent.runs == 1000
+    assert len(transcript.repeats) == 1000
+    assert agent.most_tasks <= 4, agent.most_tasks

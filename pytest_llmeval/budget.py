@@ -49,7 +49,9 @@ class Budget:
     ) -> None:
         self.dispatcher = dispatcher
         self.is_eval = is_eval
-        self.spend = Spend(settings.prices, settings.model, settings.judge_model)
+        self.spend = Spend(
+            settings.prices, settings.model, settings.judge_model, settings.embedding_model
+        )
         """What this process's cases cost."""
         self.workers = max(1, workers)
         self.ledger = ledger

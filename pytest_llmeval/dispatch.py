@@ -259,9 +259,12 @@ class Dispatcher:
         """``transcript`` with the answer's semantic similarity to the case's reference."""
         assert case.similarity_reference is not None
         embedder = await self.embedder()
-        value = await embedder.similarity(transcript.response, case.similarity_reference)
+        value, usage = await embedder.similarity_counted(
+            transcript.response, case.similarity_reference
+        )
+        measures = {**transcript.measures, "semantic_similarity": value}
         return transcript.model_copy(
-            update={"measures": {**transcript.measures, "semantic_similarity": value}}
+            update={"measures": measures, "embedding_usage": transcript.embedding_usage + usage}
         )
 
     async def embedder(self) -> CachedEmbedder:

@@ -274,6 +274,8 @@ class Transcript(_Model):
     """For a case with a :class:`JudgeTask`: the judge's verdict."""
     measures: dict[str, float] = Field(default_factory=dict)
     """Scores measured by a service after the agent (``semantic_similarity``)."""
+    embedding_usage: Usage = Field(default_factory=Usage)
+    """Tokens the embeddings endpoint used for ``measures`` (none from the cache)."""
     repeats: list[Transcript] = Field(default_factory=list)
     """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
     are those of the first run that did not fail)."""

@@ -32,9 +32,9 @@ __all__ = [
     "Price",
     "Spend",
     "is_budget_skip",
-    "judge_usage",
     "load_prices",
     "price_of",
+    "service_usage",
     "usage_tokens",
 ]
 
@@ -110,10 +110,11 @@ def price_of(table: Mapping[str, Price], model: str | None) -> Price | None:
     return table.get(ANY_MODEL)
 
 
-def judge_usage(details: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The judge's tokens of a case (``details.judge.usage``), or ``None`` when not judged."""
-    judge = (details or {}).get("judge")
-    usage = judge.get("usage") if isinstance(judge, Mapping) else None
+def service_usage(details: Any, service: str) -> Mapping[str, Any] | None:
+    """A service's tokens on a case result (``details.judge.usage``,
+    ``details.embedding.usage``), or ``None`` when the case did not use it."""
+    entry = details.get(service) if isinstance(details, Mapping) else None
+    usage = entry.get("usage") if isinstance(entry, Mapping) else None
     return usage if isinstance(usage, Mapping) else None
 
 
@@ -134,6 +135,8 @@ class Spend:
     judge_model: str | None = None
     """The model the judge's tokens are priced as (``--llmeval-judge-model``, else the
     default model)."""
+    embedding_model: str | None = None
+    """The model the embeddings endpoint's tokens are priced as (``--llmeval-embedding-model``)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -146,12 +149,17 @@ class Spend:
 
     def add_case(self, data: Mapping[str, Any], runner: Mapping[str, Any] | None) -> None:
         """Count everything one case result (a dump of one) cost: the model's tokens over
-        every run (``usage``) at its runner's model, and the judge's over every verdict
-        (``details.judge.usage``) at the judge's model."""
+        every run (``usage``) at its runner's model, the judge's over every verdict
+        (``details.judge.usage``) at the judge's model, and the embeddings endpoint's
+        (``details.embedding.usage``) at the embedding model."""
         self.add(data.get("usage"), runner)
-        judged = judge_usage(data.get("details"))
+        details = data.get("details")
+        judged = service_usage(details, "judge")
         if judged is not None:
             self.add(judged, {"model": self.judge_model or self.default_model})
+        embedded = service_usage(details, "embedding")
+        if embedded is not None:
+            self.add(embedded, {"model": self.embedding_model or self.default_model})
 
     def add(self, usage: Mapping[str, Any] | None, runner: Mapping[str, Any] | None) -> None:
         """Count one ``usage`` dump, priced as the model of ``runner`` (a fingerprint)."""

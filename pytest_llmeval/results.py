@@ -90,7 +90,7 @@ class ResultBuilder:
             usage=spent_usage(transcript),
             fixture_hits=transcript.fixture_hits,
             fixture_misses=transcript.fixture_misses,
-            details=_with_judge_total(score.details, transcript),
+            details=_with_services(score.details, transcript),
             repeats=score.repeats,
             events=transcript.events,
         )
@@ -278,14 +278,19 @@ def spent_usage(transcript: Transcript) -> Usage:
     return sum((run.usage for run in transcript.repeats), Usage())
 
 
-def _with_judge_total(details: dict[str, Any], transcript: Transcript) -> dict[str, Any]:
-    """``details`` whose ``judge.usage`` counts the judge's tokens over every run of a
-    repeated case (a suite reads one run's verdict; each run was judged)."""
+def _with_services(details: dict[str, Any], transcript: Transcript) -> dict[str, Any]:
+    """``details`` with what the case's services cost over every run: ``judge.usage`` counts
+    the judge's tokens of every repeat (a suite reads one run's verdict; each run was judged),
+    ``embedding.usage`` the embeddings endpoint's (when it used any)."""
+    runs = transcript.repeats or [transcript]
     judge = details.get("judge")
-    if not transcript.repeats or not isinstance(judge, dict):
-        return details
-    total = sum((r.judgement.usage for r in transcript.repeats if r.judgement), Usage())
-    return {**details, "judge": {**judge, "usage": total.model_dump()}}
+    if transcript.repeats and isinstance(judge, dict):
+        total = sum((r.judgement.usage for r in runs if r.judgement), Usage())
+        details = {**details, "judge": {**judge, "usage": total.model_dump()}}
+    embedded = sum((r.embedding_usage for r in runs), Usage())
+    if embedded.prompt_tokens or embedded.completion_tokens:
+        details = {**details, "embedding": {"usage": embedded.model_dump()}}
+    return details
 
 
 def _empty(value: Any) -> bool:

@@ -26,6 +26,8 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.models import EvalCase
 from pytest_llmeval.shards import worker_of
+from pytest_llmeval.testing.openai_server import OpenAIServer
+from pytest_llmeval.testing.server import Reply, Request
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
 BAD_COUNTS = ["0", "-1", "3.0", "2.5", "1e9", "true", "1001", "1000000000", "many"]
@@ -510,3 +512,42 @@ def test_a_case_with_many_repeats_holds_few_tasks(tmp_path: Path) -> None:
     assert agent.runs == 1000
     assert len(transcript.repeats) == 1000
     assert agent.most_tasks <= 4, agent.most_tasks
+
+
+def test_a_budget_counts_the_embedding_calls(pytester: pytest.Pytester) -> None:
+    """Each case's semantic_similarity asks the embeddings endpoint, which says it used 20
+    tokens: with 6 model tokens a case costs 26, so a 52-token budget runs exactly 2 cases
+    (counting the model's tokens only, it ran all 6); totals price the embedding model."""
+    pytester.makeini("[pytest]\n")
+    cases = [
+        {**case, "min_scores": {"semantic_similarity": 0.5}}  # each answer embeds anew
+        for case in _say(6)
+    ]
+    write_json(pytester, "s.golden.json", cases)
+
+    def embeddings(request: Request) -> Reply:
+        texts = request.json["input"]
+        data = [{"index": i, "embedding": [1.0, float(len(t))]} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": 20, "total_tokens": 20}
+        return Reply(json={"object": "list", "data": data, "usage": usage})
+
+    pytester.makefile(
+        ".yaml", prices="echo-model: {input: 0, output: 0}\nemb: {input: 1000, output: 0}\n"
+    )
+    with OpenAIServer() as server:
+        server.route("POST", "/v1/embeddings", embeddings)
+        result = pytester.runpytest(
+            *ECHO, "--llmeval-embedding-base-url", server.base_url,
+            "--llmeval-embedding-model", "emb", "--llmeval-concurrency", "1",
+            "--llmeval-max-tokens-total", "52", "--llmeval-prices", "prices.yaml",
+            "--llmeval-run-dir", "run",
+        )  # fmt: skip
+    assert result.ret == BUDGET_EXIT
+    result.assert_outcomes(passed=2, skipped=4)
+    rows = _rows(pytester.path / "run")
+    assert rows["c000"]["details"]["embedding"] == {  # type: ignore[index]
+        "usage": {"prompt_tokens": 20, "completion_tokens": 0, "total_tokens": 20}
+    }
+    assert rows["c005"]["error"] == "budget reached: 52 tokens of --llmeval-max-tokens-total=52"
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["totals"]["cost_usd"] == pytest.approx(2 * 20 * 1000 / 1_000_000)

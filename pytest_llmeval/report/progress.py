@@ -50,7 +50,7 @@ def results_cost(
 ) -> float:
     """What ``results`` cost by the settings' price table (``report.json`` ``totals.cost_usd``),
     the way progress lines count it."""
-    spend = Spend(settings.prices, settings.model, settings.judge_model)
+    spend = Spend(settings.prices, settings.model, settings.judge_model, settings.embedding_model)
     for result in results:
         data = {"usage": result.usage.model_dump(), "details": result.details}
         spend.add_case(data, runners.get(result.runner_fingerprint))
@@ -79,7 +79,9 @@ class Progress:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.interval = settings.progress
-        self.spend = Spend(settings.prices, settings.model, settings.judge_model)
+        self.spend = Spend(
+            settings.prices, settings.model, settings.judge_model, settings.embedding_model
+        )
         self.done = 0
         self.in_flight: dict[str, int] = {}
         self.budget_reason: str | None = None

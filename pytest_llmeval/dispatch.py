@@ -28,7 +28,7 @@ from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run, case_scope
 from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.models import EvalCase, Transcript
+from pytest_llmeval.models import EvalCase, Judgement, Transcript, Usage
 
 if TYPE_CHECKING:
     from pytest_llmeval.embeddings import CachedEmbedder
@@ -236,6 +236,7 @@ class Dispatcher:
         assert self._semaphore is not None
         async with self._semaphore:
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
+                transcript = Transcript()  # what ran before a fault still cost its tokens
                 try:
                     left = clock.left()
                     transcript = await within(run_agent(agent, case, broker), left)
@@ -246,11 +247,11 @@ class Dispatcher:
                         left = clock.left()
                         transcript = await within(self._judged(case, transcript), left)
                 except asyncio.TimeoutError:
-                    transcript = _fault(clock.message, "timeout")
+                    transcript = _fault(clock.message, "timeout", transcript)
                 except RunnerError as exc:
-                    transcript = _fault(str(exc), exc.kind)
+                    transcript = _fault(str(exc), exc.kind, transcript, getattr(exc, "usage", None))
                 except Exception as exc:
-                    transcript = _fault(f"{type(exc).__name__}: {exc}", "agent")
+                    transcript = _fault(f"{type(exc).__name__}: {exc}", "agent", transcript)
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
@@ -361,5 +362,21 @@ def _settle(
         future.set_result(task.result())
 
 
-def _fault(message: str, kind: str) -> Transcript:
-    return Transcript(stop_reason="error", error=message, error_kind=kind)
+def _fault(
+    message: str, kind: str, before: Transcript | None = None, judge_usage: Usage | None = None
+) -> Transcript:
+    """A run that ended in a fault; it keeps the tokens spent ``before`` it (the agent's, the
+    embeddings') and those of a judge that gave no verdict, so budgets still count them."""
+    fault = Transcript(stop_reason="error", error=message, error_kind=kind)
+    if before is None:
+        return fault
+    judgement = before.judgement
+    if judge_usage is not None and (judge_usage.prompt_tokens or judge_usage.completion_tokens):
+        judgement = Judgement(stage="error", error=message, usage=judge_usage)
+    return fault.model_copy(
+        update={
+            "usage": before.usage,
+            "embedding_usage": before.embedding_usage,
+            "judgement": judgement,
+        }
+    )

@@ -233,6 +233,7 @@ class ResultBuilder:
             events=transcript.events if transcript else [],
             duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
             usage=spent_usage(transcript) if transcript else Usage(),
+            details=_service_spend(transcript) if transcript else {},
         )
 
     def attach(
@@ -291,6 +292,16 @@ def _with_services(details: dict[str, Any], transcript: Transcript) -> dict[str,
     if embedded.prompt_tokens or embedded.completion_tokens:
         details = {**details, "embedding": {"usage": embedded.model_dump()}}
     return details
+
+
+def _service_spend(transcript: Transcript) -> dict[str, Any]:
+    """An errored case's ``details``: what its judge and embedding calls cost before the
+    fault (``judge.stage`` and ``judge.usage``, ``embedding.usage``), when they cost anything."""
+    judged = next((r.judgement for r in transcript.repeats or [transcript] if r.judgement), None)
+    details: dict[str, Any] = {}
+    if judged is not None:
+        details["judge"] = {"stage": judged.stage, "usage": judged.usage.model_dump()}
+    return _with_services(details, transcript)
 
 
 def _empty(value: Any) -> bool:

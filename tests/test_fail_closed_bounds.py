@@ -551,3 +551,26 @@ def test_a_budget_counts_the_embedding_calls(pytester: pytest.Pytester) -> None:
     assert rows["c005"]["error"] == "budget reached: 52 tokens of --llmeval-max-tokens-total=52"
     report = json.loads((pytester.path / "run" / "report.json").read_text())
     assert report["totals"]["cost_usd"] == pytest.approx(2 * 20 * 1000 / 1_000_000)
+
+
+def test_a_budget_counts_what_an_errored_case_spent(pytester: pytest.Pytester) -> None:
+    """A judge that never gives a verdict still costs its two replies (2 x 14 tokens) besides
+    the model's 6: a case that errors costs 34 tokens, so a 68-token budget stops after 2 (an
+    errored case counting nothing, all 8 ran)."""
+    pytester.makeconftest(JUDGE_CONFTEST.replace("json.dumps(verdict)", '"no verdict here"'))
+    write_json(pytester, "qa.golden.json", _judged(8))
+    result = pytester.runpytest(
+        *ECHO, *JUDGE, "--llmeval-concurrency", "1", "--llmeval-max-tokens-total", "68",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(errors=2, skipped=6)
+    rows = _rows(pytester.path / "run")
+    assert [rows[f"c{i:03d}"]["outcome"] for i in range(8)] == ["error"] * 2 + ["skipped"] * 6
+    assert rows["c000"]["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
+    assert rows["c000"]["details"] == {
+        "judge": {
+            "stage": "error",
+            "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+        }
+    }
+    assert rows["c007"]["error"] == "budget reached: 68 tokens of --llmeval-max-tokens-total=68"

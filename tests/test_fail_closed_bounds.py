@@ -595,3 +595,22 @@ def test_the_ledger_sums_every_workers_spend_and_fails_to_a_share() -> None:
     assert second.add(1, 1, 0.0) is None and second.broken
     first.close()
     second.close()
+
+
+def test_a_bad_turn_limit_in_a_gaia_manifest_is_that_manifests_error(
+    pytester: pytest.Pytester,
+) -> None:
+    write_json(pytester, "good.golden.json", _good())
+    row = {"task_id": "t1", "Question": "2+2?", "Level": 1, "Final answer": "4", "file_name": ""}
+    (pytester.path / "g").mkdir()
+    (pytester.path / "g" / "metadata.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    pytester.makefile(
+        ".llmeval.yaml", gaia="suite: gaia\ndata: g/metadata.jsonl\nmax_turns: 100000\n"
+    )
+    result = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", "-rE")
+    result.assert_outcomes(passed=2, errors=1)
+    errors = [r for r in _rows(pytester.path / "run").values() if r["outcome"] == "error"]
+    assert [r["error"] for r in errors] == [
+        "g/metadata.jsonl: manifest option max_turns: expected a whole number from 1 to 500, "
+        "got 100000"
+    ]  # GAIA names its options this way (the option belongs to the split it reads)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpcore  # noqa: F401  (imported before any in-process run: see below)
 import pytest
 from conftest import read_jsonl, write_json
 
@@ -32,6 +33,9 @@ from pytest_llmeval.testing.openai_server import OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
+# httpcore is imported above on purpose: an in-process pytester run unloads the modules first
+# imported inside it, and an httpcore imported anew afterwards no longer matches the classes
+# httpx maps its errors from (later tests in the session would see raw httpcore errors).
 BAD_COUNTS = ["0", "-1", "3.0", "2.5", "1e9", "true", "1001", "1000000000", "many"]
 """Command-line spellings of a repeat count that must be refused (the range is 1 to 1,000)."""
 

@@ -1,17 +1,20 @@
 """Budgets (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``) and ``--llmeval-limit``,
 in every process that runs cases.
 
-:class:`Budget` counts the tokens (and with a price table the cost) of this process's case
-results as their reports are made. Once a limit is reached it stops the dispatcher's
-look-ahead (what was queued or running ahead is cancelled) and every eval item still to run is
-skipped in setup with the reason, so it gets a result, the reports are written as usual and
-the controller can tell the run stopped early (:data:`BUDGET_REASON`). It also puts the
-number of agents in flight on each report, for the controller's progress lines.
+:class:`Budget` counts what each case result of this process cost as its report is made:
+the model's tokens over every run of the case (every repeat) and the judge's over every
+verdict (every repeat, every judge repeat), priced by ``--llmeval-prices``. Once a limit is
+reached it stops the dispatcher's look-ahead (what was queued or running ahead is cancelled)
+and every eval item still to run is skipped in setup with the reason, so it gets a result,
+the reports are written as usual and the controller can tell the run stopped early
+(:data:`BUDGET_REASON`). It also puts the number of agents in flight on each report, for the
+controller's progress lines.
 
-Under xdist each worker holds its own :class:`Budget` with a share of each limit (the limit
-divided by the number of workers): the session's total then stays within the limit (plus what
-the cases in flight when a share ran out used), at the price of a worker stopping while
-another still has room.
+Under xdist the limits are the session's: each worker adds every case's spend to the
+controller's ledger (:mod:`pytest_llmeval.limits.ledger`) and compares the session's totals
+with the whole limit, before each case and after it; so the session stops within the limit
+plus what the cases in flight when it was reached used. A worker that cannot reach the ledger
+counts alone and stops at its share of the limit (the limit divided by the workers).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 
 from pytest_llmeval.compat import skip_at_item
 from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.limits import RemoteLedger
 from pytest_llmeval.pricing import BUDGET_REASON, Spend
 from pytest_llmeval.settings import Settings
 
@@ -33,7 +37,7 @@ IN_FLIGHT_ATTR = "llmeval_in_flight"
 
 
 class Budget:
-    """This process's spend, its limits, and the skipping of the cases after them."""
+    """This process's spend, the session's limits, and the skipping of the cases after them."""
 
     def __init__(
         self,
@@ -41,11 +45,18 @@ class Budget:
         dispatcher: Dispatcher,
         is_eval: Callable[[pytest.Item], bool],
         workers: int = 1,
+        ledger: RemoteLedger | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.is_eval = is_eval
-        self.spend = Spend(settings.prices, settings.model)
+        self.spend = Spend(
+            settings.prices, settings.model, settings.judge_model, settings.embedding_model
+        )
+        """What this process's cases cost."""
         self.workers = max(1, workers)
+        self.ledger = ledger
+        """The session's spend on the controller (xdist workers), or ``None``: this process's
+        spend is the session's."""
         self.max_tokens = settings.max_tokens_total
         self.max_cost = settings.max_cost
         self.reason: str | None = None
@@ -56,35 +67,44 @@ class Budget:
         """Whether there is a budget to keep (without one, only the in-flight count is kept)."""
         return self.max_tokens is not None or self.max_cost is not None
 
-    def _share(self, limit: float) -> float:
-        return limit / self.workers
-
     def add(self, data: dict[str, Any], runner: dict[str, Any] | None) -> None:
         """Count one case result (a result dump and its runner's fingerprint)."""
-        self.spend.add(data.get("usage"), runner)
-        if self.reason is None:
-            self.reason = self._reached()
-            if self.reason is not None:
-                self.dispatcher.stop_ahead()
+        before = (self.spend.prompt_tokens, self.spend.completion_tokens, self.spend.cost_usd)
+        self.spend.add_case(data, runner)
+        self._check(
+            self.spend.prompt_tokens - before[0],
+            self.spend.completion_tokens - before[1],
+            self.spend.cost_usd - before[2],
+        )
 
-    def _reached(self) -> str | None:
-        of = "" if self.workers == 1 else f"this worker's 1/{self.workers} share of "
-        if self.max_tokens is not None and self.spend.tokens >= self._share(self.max_tokens):
-            return (
-                f"{BUDGET_REASON}{self.spend.tokens:,} tokens of "
-                f"{of}--llmeval-max-tokens-total={self.max_tokens}"
-            )
-        if self.max_cost is not None and self.spend.cost_usd >= self._share(self.max_cost):
-            return (
-                f"{BUDGET_REASON}${self.spend.cost_usd:,.4f} of "
-                f"{of}--llmeval-max-cost={self.max_cost:g}"
-            )
+    def _check(self, prompt: int = 0, completion: int = 0, cost: float = 0.0) -> None:
+        """Compare the session's spend (after adding this much) with the limits."""
+        if self.reason is not None:
+            return
+        totals = self.ledger.add(prompt, completion, max(0.0, cost)) if self.ledger else None
+        if totals is not None:
+            self.reason = self._reached(totals.tokens, totals.cost_usd, 1)
+        else:  # this process is the session, or the ledger is out of reach: its share alone
+            share = self.workers if self.ledger is not None else 1
+            self.reason = self._reached(self.spend.tokens, self.spend.cost_usd, share)
+        if self.reason is not None:
+            self.dispatcher.stop_ahead()
+
+    def _reached(self, tokens: int, cost: float, share: int) -> str | None:
+        of = "" if share == 1 else f"this worker's 1/{share} share of "
+        if self.max_tokens is not None and tokens >= self.max_tokens / share:
+            limit = f"--llmeval-max-tokens-total={self.max_tokens}"
+            return f"{BUDGET_REASON}{tokens:,} tokens of {of}{limit}"
+        if self.max_cost is not None and cost >= self.max_cost / share:
+            return f"{BUDGET_REASON}${cost:,.4f} of {of}--llmeval-max-cost={self.max_cost:g}"
         return None
 
     # -- hooks -------------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.ledger is not None and self.limited and self.is_eval(item):
+            self._check()  # another worker may have spent the rest
         if self.reason is not None and self.is_eval(item):
             skip_at_item(self.reason)
 

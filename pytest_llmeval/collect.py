@@ -35,6 +35,7 @@ from pytest_llmeval.suites.base import (
     Suite,
     fallback_case_id,
 )
+from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
 
 if TYPE_CHECKING:
@@ -271,7 +272,12 @@ class EvalItem(pytest.Function):
         **kwargs: Any,
     ):
         super().__init__(callobj=_run_case, **kwargs)
-        self._case = case
+        if case is not None and problem is None:  # a suite's ready-built case (GAIA)
+            try:
+                check_counts(case)
+            except CaseFileError as exc:
+                problem = exc
+        self._case = case if problem is None else None
         self._pending = pending
         self.problem = problem
         self.transcript: Transcript | None = None

@@ -28,7 +28,7 @@ from pytest_llmeval.aio import within
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import case_run, case_scope
 from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.models import EvalCase, Transcript
+from pytest_llmeval.models import EvalCase, Judgement, Transcript, Usage
 
 if TYPE_CHECKING:
     from pytest_llmeval.embeddings import CachedEmbedder
@@ -199,32 +199,59 @@ class Dispatcher:
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         runs = self.repeats_for(case)
+        clock = _CaseClock(self.timeout_s, runs)
         if runs == 1:
-            return await self._once(key, case, agent, broker, 0)
-        done = await asyncio.gather(*(self._once(key, case, agent, broker, r) for r in range(runs)))
+            return await self._once(key, case, agent, broker, 0, clock)
+        done = await self._repeated(key, case, agent, broker, clock)
         first = next((t for t in done if t.error is None), done[0])
         events = [{**e, "repeat": r} for r, t in enumerate(done) for e in t.events]
         return first.model_copy(update={"repeats": list(done), "events": events})
 
+    async def _repeated(
+        self, key: str, case: EvalCase, agent: Any, broker: ToolBroker, clock: _CaseClock
+    ) -> list[Transcript]:
+        """The case's runs in repeat order, at most ``concurrency`` of them started at once:
+        a case with many repeats holds a few tasks, not one per repeat."""
+        left = iter(range(clock.runs))
+        by_repeat: dict[int, Transcript] = {}
+
+        async def next_runs() -> None:
+            for repeat in left:
+                by_repeat[repeat] = await self._once(key, case, agent, broker, repeat, clock)
+
+        await asyncio.gather(*(next_runs() for _ in range(min(clock.runs, self.concurrency))))
+        return [by_repeat[r] for r in range(clock.runs)]
+
     async def _once(
-        self, key: str, case: EvalCase, agent: Any, broker: ToolBroker, repeat: int
+        self,
+        key: str,
+        case: EvalCase,
+        agent: Any,
+        broker: ToolBroker,
+        repeat: int,
+        clock: _CaseClock,
     ) -> Transcript:
-        """One run of one case, in its own task, slot, cassette scope and event stream."""
+        """One run of one case, in its own task, slot, cassette scope and event stream; every
+        step ends by the case's deadline (``clock``), shared by all of its repeats."""
         assert self._semaphore is not None
         async with self._semaphore:
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
+                transcript = Transcript()  # what ran before a fault still cost its tokens
                 try:
-                    transcript = await within(run_agent(agent, case, broker), self.timeout_s)
+                    left = clock.left()
+                    transcript = await within(run_agent(agent, case, broker), left)
                     if case.similarity_reference is not None and transcript.error is None:
-                        transcript = await within(self._measured(case, transcript), self.timeout_s)
+                        left = clock.left()
+                        transcript = await within(self._measured(case, transcript), left)
                     if case.judge is not None and transcript.error is None:
-                        transcript = await self._judged_within(case, transcript)
+                        left = clock.left()
+                        transcript = await self._judged_within(case, transcript, left)
                 except asyncio.TimeoutError:
-                    transcript = _fault(f"timed out after {self.timeout_s:g}s", "timeout")
+                    transcript = _fault(clock.message, "timeout", transcript)
                 except RunnerError as exc:
-                    transcript = _fault(str(exc), exc.kind)
+                    transcript = _fault(str(exc), exc.kind, transcript, getattr(exc, "usage", None))
                 except Exception as exc:
-                    transcript = _fault(f"{type(exc).__name__}: {exc}", "agent")
+                    transcript = _fault(f"{type(exc).__name__}: {exc}", "agent", transcript)
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
@@ -233,9 +260,12 @@ class Dispatcher:
         """``transcript`` with the answer's semantic similarity to the case's reference."""
         assert case.similarity_reference is not None
         embedder = await self.embedder()
-        value = await embedder.similarity(transcript.response, case.similarity_reference)
+        value, usage = await embedder.similarity_counted(
+            transcript.response, case.similarity_reference
+        )
+        measures = {**transcript.measures, "semantic_similarity": value}
         return transcript.model_copy(
-            update={"measures": {**transcript.measures, "semantic_similarity": value}}
+            update={"measures": measures, "embedding_usage": transcript.embedding_usage + usage}
         )
 
     async def embedder(self) -> CachedEmbedder:
@@ -262,10 +292,13 @@ class Dispatcher:
         if embedder is not None:
             await embedder.aclose()
 
-    async def _judged_within(self, case: EvalCase, transcript: Transcript) -> Transcript:
-        """:meth:`_judged` within the case timeout; a judge that runs out of it is audited."""
+    async def _judged_within(
+        self, case: EvalCase, transcript: Transcript, left: float
+    ) -> Transcript:
+        """:meth:`_judged` within what is ``left`` of the case timeout; a judge that runs out
+        of it is audited."""
         try:
-            return await within(self._judged(case, transcript), self.timeout_s)
+            return await within(self._judged(case, transcript), left)
         except asyncio.TimeoutError:
             from pytest_llmeval.judging import audit
 
@@ -302,6 +335,33 @@ class Dispatcher:
         return transcript.model_copy(update={"judgement": judgement})
 
 
+class _CaseClock:
+    """The deadline of one case: ``--llmeval-timeout`` from the moment its first run got a
+    slot, for every step of every repeat (the agent, the similarity, the judge). A case's
+    repeats and services together never take longer than the timeout; a repeat that gets its
+    slot after the deadline times out at once, without running."""
+
+    def __init__(self, timeout_s: float, runs: int) -> None:
+        self.timeout_s = timeout_s
+        self.runs = runs
+        self._end: float | None = None
+
+    def left(self) -> float:
+        """Seconds left (the clock starts at the first call); ``TimeoutError`` when none."""
+        now = asyncio.get_running_loop().time()
+        if self._end is None:
+            self._end = now + self.timeout_s
+        left = self._end - now
+        if left <= 0:
+            raise asyncio.TimeoutError
+        return left
+
+    @property
+    def message(self) -> str:
+        text = f"timed out after {self.timeout_s:g}s"
+        return text if self.runs == 1 else f"{text} (the timeout covers all {self.runs} repeats)"
+
+
 def _settle(
     future: concurrent.futures.Future[Transcript], task: asyncio.Future[Transcript]
 ) -> None:
@@ -318,5 +378,21 @@ def _settle(
         future.set_result(task.result())
 
 
-def _fault(message: str, kind: str) -> Transcript:
-    return Transcript(stop_reason="error", error=message, error_kind=kind)
+def _fault(
+    message: str, kind: str, before: Transcript | None = None, judge_usage: Usage | None = None
+) -> Transcript:
+    """A run that ended in a fault; it keeps the tokens spent ``before`` it (the agent's, the
+    embeddings') and those of a judge that gave no verdict, so budgets still count them."""
+    fault = Transcript(stop_reason="error", error=message, error_kind=kind)
+    if before is None:
+        return fault
+    judgement = before.judgement
+    if judge_usage is not None and (judge_usage.prompt_tokens or judge_usage.completion_tokens):
+        judgement = Judgement(stage="error", error=message, usage=judge_usage)
+    return fault.model_copy(
+        update={
+            "usage": before.usage,
+            "embedding_usage": before.embedding_usage,
+            "judgement": judgement,
+        }
+    )

@@ -30,6 +30,7 @@ import httpx
 from pytest_llmeval.errors import ConfigError, RunnerError
 from pytest_llmeval.fingerprint import fingerprint, sha256_hex
 from pytest_llmeval.finite import first_non_finite
+from pytest_llmeval.models import Usage
 from pytest_llmeval.runners.replay import write_atomic
 from pytest_llmeval.safe_read import read_json
 
@@ -118,6 +119,11 @@ class EndpointEmbedder:
         return {"type": "endpoint", "base_url": base_url, "model": self.model}
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
+        return (await self.embed_counted(texts))[0]
+
+    async def embed_counted(self, texts: list[str]) -> tuple[list[list[float]], Usage]:
+        """The vectors of ``texts`` and the tokens the endpoint says they used (its
+        ``usage``; none when it does not say)."""
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=60.0)
         url = f"{self.base_url}/embeddings"
@@ -144,12 +150,22 @@ class EndpointEmbedder:
                 f"embeddings: {url}: the vectors hold {found[1]!r} (vector/index {found[0]}), "
                 "not a finite number"
             )
-        return vectors
+        return vectors, _usage(response)
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _usage(response: httpx.Response) -> Usage:
+    """The ``usage`` of an embeddings answer (prompt tokens only), or none when absent."""
+    try:
+        usage = response.json().get("usage") or {}
+        prompt = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+    except (ValueError, TypeError, AttributeError):
+        return Usage()
+    return Usage(prompt_tokens=max(0, prompt), total_tokens=max(0, prompt))
 
 
 class CachedEmbedder:
@@ -185,12 +201,23 @@ class CachedEmbedder:
         return vector
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
+        return (await self.embed_counted(texts))[0]
+
+    async def embed_counted(self, texts: list[str]) -> tuple[list[list[float]], Usage]:
+        """The vectors of ``texts`` and the endpoint tokens computing the missing ones used
+        (nothing for what the cache held or a local model computed)."""
+        usage = Usage()
         keys = [sha256_hex(self._fp + "\n" + text) for text in texts]
         found = [self._load(key) for key in keys]
         missing = sorted({i for i, v in enumerate(found) if v is None}, key=lambda i: keys[i])
         unique = list(dict.fromkeys(texts[i] for i in missing))
         if unique:
-            vectors = dict(zip(unique, await self.inner.embed(unique), strict=True))
+            counted = getattr(self.inner, "embed_counted", None)
+            if counted is not None:
+                computed, usage = await counted(unique)
+            else:
+                computed = await self.inner.embed(unique)
+            vectors = dict(zip(unique, computed, strict=True))
             self.computed += len(unique)
             for i in missing:
                 key, vector = keys[i], vectors[texts[i]]
@@ -200,10 +227,14 @@ class CachedEmbedder:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, json.dumps(vector))
                 found[i] = vector
-        return [v for v in found if v is not None]
+        return [v for v in found if v is not None], usage
 
     async def similarity(self, a: str, b: str) -> float:
-        left, right = await self.embed([a, b])
+        return (await self.similarity_counted(a, b))[0]
+
+    async def similarity_counted(self, a: str, b: str) -> tuple[float, Usage]:
+        """The cosine similarity of ``a`` and ``b``, and the endpoint tokens it cost."""
+        (left, right), usage = await self.embed_counted([a, b])
         value = cosine(left, right)
         if not math.isfinite(value):  # NaN would pass every threshold
             raise RunnerError(
@@ -211,7 +242,7 @@ class CachedEmbedder:
                 f"gave a similarity of {value!r}, not a finite number",
                 kind="score",
             )
-        return value
+        return value, usage
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -38,8 +38,10 @@ AUDIT_REPLY_CHARS = 4000
 class JudgeError(RunnerError):
     """The judge gave no usable verdict."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, usage: Usage | None = None):
         super().__init__(message, kind="judge", retryable=False)
+        self.usage = usage or Usage()
+        """The judge's tokens spent on the replies that gave no verdict (budgets count them)."""
 
 
 class Judge:
@@ -105,7 +107,9 @@ class Judge:
                 fingerprint=self._fingerprint,
             )
         audit("judge_error", replies, problem)
-        raise JudgeError(f"{problem} (after {len(replies)} judge replies; see audit.jsonl)")
+        raise JudgeError(
+            f"{problem} (after {len(replies)} judge replies; see audit.jsonl)", usage=usage
+        )
 
     async def _ask(self, request: GenerateRequest, replies: list[str]) -> Any:
         """The judge runner's completion of ``request``. A runner that fails (a backend down,

@@ -274,6 +274,8 @@ class Transcript(_Model):
     """For a case with a :class:`JudgeTask`: the judge's verdict."""
     measures: dict[str, float] = Field(default_factory=dict)
     """Scores measured by a service after the agent (``semantic_similarity``)."""
+    embedding_usage: Usage = Field(default_factory=Usage)
+    """Tokens the embeddings endpoint used for ``measures`` (none from the cache)."""
     repeats: list[Transcript] = Field(default_factory=list)
     """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
     are those of the first run that did not fail)."""
@@ -363,6 +365,8 @@ class CaseResult(_Model):
     response: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    """The model's tokens over every run of the case (all its repeats); the judge's are in
+    ``details.judge.usage`` (every verdict, every repeat). Budgets and totals count both."""
     fixture_hits: int = 0
     fixture_misses: int = 0
     details: dict[str, Any] = Field(default_factory=dict)

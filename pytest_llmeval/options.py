@@ -69,6 +69,8 @@ def add_options(parser: pytest.Parser) -> None:
 
 def _help(spec: OptionSpec) -> str:
     text = spec.help
+    if spec.bound is not None:
+        text += f" From {spec.bound.low:,} to {spec.bound.high:,}."
     if spec.default is not None:
         text += f" Default: {spec.default}."
     return text + f" (ini: {spec.dest}, env: {spec.env})"
@@ -84,20 +86,12 @@ def from_config(config: pytest.Config) -> Settings:
         base = Path(config.invocation_params.dir) if spec.noun == "resume" else rootdir
         values[spec.dest.removeprefix("llmeval_")] = _convert(spec, raw, source, base)
     values["file_globs"] = tuple(config.getini("llmeval_files") or DEFAULT_FILE_GLOBS)
-    if values["concurrency"] < 1:
-        raise pytest.UsageError("--llmeval-concurrency must be 1 or more")
-    if values["repeats"] < 1:
-        raise pytest.UsageError("--llmeval-repeats must be 1 or more")
-    if values["judge_repeats"] < 1:
-        raise pytest.UsageError("--llmeval-judge-repeats must be 1 or more")
     try:
         parse_rule(values["repeat_rule"])
     except ValueError as exc:
         raise pytest.UsageError(f"--llmeval-repeat-rule: {exc}") from None
     if values["timeout"] <= 0:
         raise pytest.UsageError("--llmeval-timeout must be a positive number of seconds")
-    if values["max_turns"] < 1:
-        raise pytest.UsageError("--llmeval-max-turns must be 1 or more")
     if values["runner"] == "http-agent" and not values["agent_url"]:
         raise pytest.UsageError(
             "--llmeval-runner http-agent needs --llmeval-agent-url URL "
@@ -111,8 +105,6 @@ def from_config(config: pytest.Config) -> Settings:
         values["providers"] = parse_providers(values["providers"])
     except ValueError as exc:
         raise pytest.UsageError(f"llmeval_providers: {exc}") from None
-    if values["max_connections"] is not None and values["max_connections"] < 1:
-        raise pytest.UsageError("--llmeval-max-connections must be 1 or more")
     if values["breaker_threshold"] < 0:
         raise pytest.UsageError("--llmeval-breaker-threshold must be 0 (off) or more")
     if values["max_response_bytes"] < 1:
@@ -173,6 +165,20 @@ def _lookup(config: pytest.Config, spec: OptionSpec) -> tuple[Any, str]:
     return spec.default, spec.flag
 
 
+def _bounded(spec: OptionSpec, text: str, source: str) -> int:
+    """A count that multiplies work, in its range; anything else is a usage error naming the
+    option and the range (never a silent default)."""
+    assert spec.bound is not None
+    try:
+        value = int(text) if text.isascii() else None
+    except ValueError:
+        value = None
+    if value is None or not spec.bound.holds(value):
+        where = source if source == spec.flag else f"{source} ({spec.flag})"
+        raise pytest.UsageError(f"{where} takes {spec.bound.text}, got {text!r}")
+    return value
+
+
 def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
     if raw is None:
         return {"list": (), "flag": False}.get(spec.type)
@@ -182,6 +188,8 @@ def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
     text = str(raw).strip()
+    if spec.bound is not None:
+        return _bounded(spec, text, source)
     try:
         if spec.type == "int":
             return int(text)

@@ -91,7 +91,8 @@ def _check_baseline_target(settings: settings.Settings) -> None:
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
     """Budgets in every process that runs cases; progress where the results arrive."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers)
+    ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
+    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers, ledger)
     config.pluginmanager.register(budget, "llmeval-budget")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")

@@ -34,6 +34,7 @@ __all__ = [
     "is_budget_skip",
     "load_prices",
     "price_of",
+    "service_usage",
     "usage_tokens",
 ]
 
@@ -108,6 +109,14 @@ def price_of(table: Mapping[str, Price], model: str | None) -> Price | None:
     return table.get(ANY_MODEL)
 
 
+def service_usage(details: Any, service: str) -> Mapping[str, Any] | None:
+    """A service's tokens on a case result (``details.judge.usage``,
+    ``details.embedding.usage``), or ``None`` when the case did not use it."""
+    entry = details.get(service) if isinstance(details, Mapping) else None
+    usage = entry.get("usage") if isinstance(entry, Mapping) else None
+    return usage if isinstance(usage, Mapping) else None
+
+
 def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
     """``(prompt, completion)`` tokens of a result's ``usage`` dump."""
     usage = usage or {}
@@ -122,6 +131,11 @@ class Spend:
     """The price table; ``None``: no cost is worked out."""
     default_model: str | None = None
     """The model of a result whose runner names none (``--llmeval-model``)."""
+    judge_model: str | None = None
+    """The model the judge's tokens are priced as (``--llmeval-judge-model``, else the
+    default model)."""
+    embedding_model: str | None = None
+    """The model the embeddings endpoint's tokens are priced as (``--llmeval-embedding-model``)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -132,8 +146,22 @@ class Spend:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def add_case(self, data: Mapping[str, Any], runner: Mapping[str, Any] | None) -> None:
+        """Count everything one case result (a dump of one) cost: the model's tokens over
+        every run (``usage``) at its runner's model, the judge's over every verdict
+        (``details.judge.usage``) at the judge's model, and the embeddings endpoint's
+        (``details.embedding.usage``) at the embedding model."""
+        self.add(data.get("usage"), runner)
+        details = data.get("details")
+        judged = service_usage(details, "judge")
+        if judged is not None:
+            self.add(judged, {"model": self.judge_model or self.default_model})
+        embedded = service_usage(details, "embedding")
+        if embedded is not None:
+            self.add(embedded, {"model": self.embedding_model or self.default_model})
+
     def add(self, usage: Mapping[str, Any] | None, runner: Mapping[str, Any] | None) -> None:
-        """Count one result: its ``usage`` dump and the fingerprint of its runner."""
+        """Count one ``usage`` dump, priced as the model of ``runner`` (a fingerprint)."""
         prompt, completion = usage_tokens(usage)
         self.prompt_tokens += prompt
         self.completion_tokens += completion

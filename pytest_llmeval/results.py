@@ -30,6 +30,7 @@ from pytest_llmeval.models import (
     Outcome,
     ToolCall,
     Transcript,
+    Usage,
 )
 from pytest_llmeval.redact import Redactor
 from pytest_llmeval.repeats import summary
@@ -87,10 +88,10 @@ class ResultBuilder:
             **self.shown_case(case, transcript),
             response=self.shown_response(case.suite, transcript.response),
             tool_calls=transcript.tool_calls,
-            usage=transcript.usage,
+            usage=spent_usage(transcript),
             fixture_hits=transcript.fixture_hits,
             fixture_misses=transcript.fixture_misses,
-            details=score.details,
+            details=_with_services(score.details, transcript),
             repeats=score.repeats,
             events=transcript.events,
         )
@@ -233,6 +234,8 @@ class ResultBuilder:
             events=transcript.events if transcript else [],
             duration_ms=round(transcript.duration_ms, 3) if transcript else 0.0,
             repeats=_every_run_errored(transcript),
+            usage=spent_usage(transcript) if transcript else Usage(),
+            details=_service_spend(transcript) if transcript else {},
         )
 
     def attach(
@@ -278,6 +281,38 @@ def _every_run_errored(transcript: Transcript | None) -> dict[str, Any] | None:
     if len(runs) > 1 and all(run.error is not None for run in runs):
         return summary(["error"] * len(runs))
     return None
+
+
+def spent_usage(transcript: Transcript) -> Usage:
+    """The model's tokens over every run of a case (every repeat), what budgets count."""
+    if not transcript.repeats:
+        return transcript.usage
+    return sum((run.usage for run in transcript.repeats), Usage())
+
+
+def _with_services(details: dict[str, Any], transcript: Transcript) -> dict[str, Any]:
+    """``details`` with what the case's services cost over every run: ``judge.usage`` counts
+    the judge's tokens of every repeat (a suite reads one run's verdict; each run was judged),
+    ``embedding.usage`` the embeddings endpoint's (when it used any)."""
+    runs = transcript.repeats or [transcript]
+    judge = details.get("judge")
+    if transcript.repeats and isinstance(judge, dict):
+        total = sum((r.judgement.usage for r in runs if r.judgement), Usage())
+        details = {**details, "judge": {**judge, "usage": total.model_dump()}}
+    embedded = sum((r.embedding_usage for r in runs), Usage())
+    if embedded.prompt_tokens or embedded.completion_tokens:
+        details = {**details, "embedding": {"usage": embedded.model_dump()}}
+    return details
+
+
+def _service_spend(transcript: Transcript) -> dict[str, Any]:
+    """An errored case's ``details``: what its judge and embedding calls cost before the
+    fault (``judge.stage`` and ``judge.usage``, ``embedding.usage``), when they cost anything."""
+    judged = next((r.judgement for r in transcript.repeats or [transcript] if r.judgement), None)
+    details: dict[str, Any] = {}
+    if judged is not None:
+        details["judge"] = {"stage": judged.stage, "usage": judged.usage.model_dump()}
+    return _with_services(details, transcript)
 
 
 def _empty(value: Any) -> bool:

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
+from pytest_llmeval import bounds
+from pytest_llmeval.bounds import Bound
 from pytest_llmeval.pricing import Price
 from pytest_llmeval.providers import Provider
 from pytest_llmeval.redact import public_url
@@ -59,6 +61,8 @@ class OptionSpec:
     type: str = "string"  # string | int | float | path | choice | list | flag | shard
     choices: tuple[str, ...] = ()
     metavar: str | None = None
+    bound: Bound | None = None
+    """The range of an ``int`` option that multiplies work (:mod:`pytest_llmeval.bounds`)."""
 
     @property
     def flag(self) -> str:
@@ -128,10 +132,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=8,
         type="int",
         metavar="N",
+        bound=bounds.CONCURRENCY,
     ),
     OptionSpec(
         "timeout",
-        "Seconds one case may take before it is an error.",
+        "Seconds one case may take before it is an error: its agent, similarity and judge, "
+        "and all its repeats together, from the moment it starts.",
         default=60.0,
         type="float",
         metavar="SECONDS",
@@ -142,6 +148,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=5,
         type="int",
         metavar="N",
+        bound=bounds.MAX_TURNS,
     ),
     OptionSpec(
         "seed-manifest",
@@ -237,6 +244,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="1",
         type="int",
         metavar="K",
+        bound=bounds.REPEATS,
     ),
     OptionSpec(
         "repeat-rule",
@@ -281,6 +289,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="1",
         type="int",
         metavar="J",
+        bound=bounds.JUDGE_REPEATS,
     ),
     OptionSpec(
         "embedding-model",
@@ -440,6 +449,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default=8,
         type="int",
         metavar="N",
+        bound=bounds.BATCH_SIZE,
     ),
     OptionSpec(
         "mlflow",
@@ -461,6 +471,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "halves it for a while (adaptive backoff). Unlimited when unset.",
         type="int",
         metavar="N",
+        bound=bounds.MAX_CONNECTIONS,
     ),
     OptionSpec(
         "rate-limit",
@@ -489,9 +500,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "max-tokens-total",
-        "Stop the run once the cases' prompt plus completion tokens reach N: the remaining "
-        "cases are skipped with the reason, the reports are written and the exit status is 2 "
-        "(interrupted). With -n each worker stops at its share (N / workers).",
+        "Stop the run once the cases' prompt plus completion tokens reach N (every repeat, "
+        "judge calls and judge repeats included): the remaining cases are skipped with the "
+        "reason, the reports are written and the exit status is 2 (interrupted). With -n the "
+        "limit is the whole session's, counted by the controller for every worker.",
         type="int",
         metavar="N",
     ),

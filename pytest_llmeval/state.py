@@ -115,6 +115,7 @@ class LLMEvalState:
             settings.rate_limit,
             workerinput,
             breaker_threshold=settings.breaker_threshold,
+            budget=settings.max_tokens_total is not None or settings.max_cost is not None,
         )
         self.services = Services(
             config, settings, self.dispatcher, self.redactor, self.limits.limiter

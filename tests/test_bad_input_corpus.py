@@ -354,7 +354,7 @@ CORPUS: list[Bad] = [
                 '{"id": "t", "input": "x", "expected_output": "x", "max_turns": 0}'
             )
         },
-        ("c.eval.jsonl:1: max_turns: expected a whole number >= 1, got 0",),
+        ("c.eval.jsonl:1: max_turns: expected a whole number from 1 to 500, got 0",),
     ),
     Bad(
         "deeply-nested-json",

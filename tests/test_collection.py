@@ -187,7 +187,9 @@ def test_plugin_can_be_disabled(scripted: pytest.Pytester) -> None:
 
 def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--llmeval-concurrency", "many")
-    result.stderr.fnmatch_lines(["*--llmeval-concurrency takes a whole number, got 'many'*"])
+    result.stderr.fnmatch_lines(
+        ["*--llmeval-concurrency takes a whole number from 1 to 1,000, got 'many'*"]
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = pytester.runpytest("--llmeval-runner", "http-agent")
     result.stderr.fnmatch_lines(["*--llmeval-runner http-agent needs --llmeval-agent-url*"])

@@ -119,7 +119,10 @@ def test_bad_rate_specs(spec: str, message: str) -> None:
             "Ntok/s or Ntok/min (tokens), at most one of each kind, e.g. 10/s,90000tok/min; "
             "got 'lots': 'lots' is not N/s, N/min, Ntok/s or Ntok/min",
         ),
-        (["--llmeval-max-connections", "0"], "--llmeval-max-connections must be 1 or more"),
+        (
+            ["--llmeval-max-connections", "0"],
+            "--llmeval-max-connections takes a whole number from 1 to 10,000, got '0'",
+        ),
         (["--llmeval-max-connections", "many"], "--llmeval-max-connections takes a whole number"),
     ],
 )

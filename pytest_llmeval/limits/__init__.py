@@ -26,6 +26,9 @@ The package, one job a module:
 ``breaker``
     :class:`Breaker`: the session's circuit breaker per backend (:class:`RemoteBreaker` on a
     worker); it rides on the limiter as ``limiter.breaker``.
+``ledger``
+    :class:`SpendLedger`: the session's tokens and cost, which budgets compare with their
+    limits (:class:`RemoteLedger` on a worker).
 
 Time spent waiting here counts toward ``--llmeval-timeout`` of the case that waits, so keep
 ``--llmeval-concurrency`` times the workers within what the limits serve in that time.
@@ -57,6 +60,7 @@ from pytest_llmeval.limits.core import (
     LimiterStats,
     Ticket,
 )
+from pytest_llmeval.limits.ledger import RemoteLedger, SpendLedger
 from pytest_llmeval.limits.rates import (
     RATE_FORM,
     RateLimit,
@@ -83,9 +87,11 @@ __all__ = [
     "NullLimiter",
     "RateLimit",
     "RemoteBreaker",
+    "RemoteLedger",
     "RemoteLimiter",
     "SessionLimits",
     "Slot",
+    "SpendLedger",
     "Ticket",
     "breaker_message",
     "estimate_tokens",

@@ -29,6 +29,9 @@ server, on a connection of its own per worker:
 ``O {"backend", "message"}``
     (server) The breaker of ``backend`` is open.
 
+and so does the session's spend (:mod:`pytest_llmeval.limits.ledger`): ``B prompt completion
+cost`` adds a case's, ``T prompt completion cost`` answers the session's totals.
+
 One round trip per request (~0.1 ms on loopback). A connection closing gives back whatever
 it held and drops what it still waited for, so a crashed worker does not leak slots.
 """
@@ -46,6 +49,7 @@ from typing import Any, cast
 
 from pytest_llmeval.limits.breaker import Breaker
 from pytest_llmeval.limits.core import LimiterCore, Ticket
+from pytest_llmeval.limits.ledger import SpendLedger
 
 __all__ = ["LimitServer"]
 
@@ -81,8 +85,9 @@ class _Connection:
 
 
 class LimitServer:
-    """Serves a :class:`LimiterCore` to :class:`RemoteLimiter` s on ``127.0.0.1``, and a
-    :class:`Breaker` to :class:`RemoteBreaker` s (either may be ``None``).
+    """Serves a :class:`LimiterCore` to :class:`RemoteLimiter` s on ``127.0.0.1``, a
+    :class:`Breaker` to :class:`RemoteBreaker` s and a :class:`SpendLedger` to
+    :class:`RemoteLedger` s (any may be ``None``).
 
     A thread accepts connections and each connection gets a thread reading its lines; grants
     to other connections' waiters are written by whichever thread freed the room. A
@@ -90,10 +95,16 @@ class LimitServer:
     """
 
     def __init__(
-        self, core: LimiterCore | None, token: str | None = None, *, breaker: Breaker | None = None
+        self,
+        core: LimiterCore | None,
+        token: str | None = None,
+        *,
+        breaker: Breaker | None = None,
+        ledger: SpendLedger | None = None,
     ) -> None:
         self.core = core
         self.breaker = breaker
+        self.ledger = ledger
         if breaker is not None:
             breaker.listen(self._broadcast)
         self.token = token or secrets.token_hex(16)
@@ -165,6 +176,10 @@ class LimitServer:
                 for line in lines:
                     if line[:1] in (b"W", b"F", b"S"):
                         self._handle_breaker(connection, line)
+                    elif line[:1] == b"B":
+                        if self.ledger is None:
+                            raise ValueError("no ledger is served")
+                        connection.send(self.ledger.line(line.split()))
                     else:
                         self._handle(connection, line.split())
         except (OSError, ValueError):

@@ -3,8 +3,10 @@
 Without xdist the limits live in the pytest process. With ``-n`` the controller serves its
 core (:mod:`pytest_llmeval.limits.server`) and hands each worker the address and a token
 through ``workerinput``; each worker's :class:`SessionLimits` then holds a
-:class:`~pytest_llmeval.limits.client.RemoteLimiter` to it. Without any limit there is nothing
-to share and no limiter at all (:data:`~pytest_llmeval.limits.client.NULL_LIMITER`).
+:class:`~pytest_llmeval.limits.client.RemoteLimiter` to it. The session's spend
+(:mod:`pytest_llmeval.limits.ledger`) is served the same way when a budget is set. Without
+any limit there is nothing to share and no limiter at all
+(:data:`~pytest_llmeval.limits.client.NULL_LIMITER`).
 
 The session's circuit breaker (:mod:`pytest_llmeval.limits.breaker`) rides on the limiter
 (``limiter.breaker``), so every runner that sends through the limits consults it too; with
@@ -23,6 +25,7 @@ from pytest_llmeval.limits.client import (
     RemoteLimiter,
 )
 from pytest_llmeval.limits.core import LimiterCore
+from pytest_llmeval.limits.ledger import RemoteLedger, SpendLedger
 from pytest_llmeval.limits.rates import parse_rate_limit
 from pytest_llmeval.limits.server import LimitServer
 
@@ -50,10 +53,20 @@ class SessionLimits:
         rate_limit: str | None,
         workerinput: dict[str, Any] | None = None,
         breaker_threshold: int = 0,
+        budget: bool = False,
     ) -> None:
         self.core: LimiterCore | None = None
         self.breaker: Breaker | None = None
         served = workerinput is not None and ADDRESS_KEY in workerinput
+        self.ledger: SpendLedger | None = None
+        """The session's spend, kept by the process that serves the limits (a budget is set)."""
+        self.remote_ledger: RemoteLedger | None = None
+        """On an xdist worker with a budget: the controller's ledger."""
+        if budget and served:
+            assert workerinput is not None
+            self.remote_ledger = RemoteLedger(workerinput[ADDRESS_KEY], workerinput[TOKEN_KEY])
+        elif budget:
+            self.ledger = SpendLedger()
         if breaker_threshold and served:
             assert workerinput is not None
             address, token = workerinput[ADDRESS_KEY], workerinput[TOKEN_KEY]
@@ -80,10 +93,11 @@ class SessionLimits:
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Serve this process's limits and breaker (once) and tell an xdist worker where."""
-        if self.core is None and self.breaker is None:
+        if self.core is None and self.breaker is None and self.ledger is None:
             return
         if self._server is None:
-            self._server = LimitServer(self.core, breaker=self.breaker).start()
+            self._server = LimitServer(self.core, breaker=self.breaker, ledger=self.ledger)
+            self._server.start()
         workerinput[ADDRESS_KEY] = self._server.address
         workerinput[TOKEN_KEY] = self._server.token
 
@@ -118,3 +132,5 @@ class SessionLimits:
         self.limiter.close()
         if self.breaker is not None:
             self.breaker.close()
+        if self.remote_ledger is not None:
+            self.remote_ledger.close()

@@ -50,9 +50,10 @@ def results_cost(
 ) -> float:
     """What ``results`` cost by the settings' price table (``report.json`` ``totals.cost_usd``),
     the way progress lines count it."""
-    spend = Spend(settings.prices, settings.model)
+    spend = Spend(settings.prices, settings.model, settings.judge_model, settings.embedding_model)
     for result in results:
-        spend.add(result.usage.model_dump(), runners.get(result.runner_fingerprint))
+        data = {"usage": result.usage.model_dump(), "details": result.details}
+        spend.add_case(data, runners.get(result.runner_fingerprint))
     return round(spend.cost_usd, 6)
 
 
@@ -78,7 +79,9 @@ class Progress:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.interval = settings.progress
-        self.spend = Spend(settings.prices, settings.model)
+        self.spend = Spend(
+            settings.prices, settings.model, settings.judge_model, settings.embedding_model
+        )
         self.done = 0
         self.in_flight: dict[str, int] = {}
         self.budget_reason: str | None = None
@@ -110,7 +113,7 @@ class Progress:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "llmeval", None)
         if isinstance(data, dict):
-            self.spend.add(data.get("usage"), getattr(report, "llmeval_runner", None))
+            self.spend.add_case(data, getattr(report, "llmeval_runner", None))
             if is_budget_skip(data.get("outcome"), data.get("error")):
                 self.budget_skipped += 1
                 self.budget_reason = self.budget_reason or str(data["error"])

@@ -17,6 +17,7 @@ from pytest_llmeval.fingerprint import canonical_json, sha256_hex
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.safe_read import read_json
 from pytest_llmeval.settings import Settings
+from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.tools import ToolRegistry
 
 __all__ = [
@@ -108,6 +109,7 @@ class PendingCase:
     def build(self) -> EvalCase:
         case = self.make(self.line, self.row)
         assert case.case_id == self.case_id, "a suite's identify() and its case builder differ"
+        check_counts(case)
         return case
 
 

@@ -6,8 +6,10 @@ import math
 from collections.abc import Iterable
 from typing import Any, cast
 
+from pytest_llmeval.bounds import MAX_TURNS, REPEATS, Bound
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import a_json_type
+from pytest_llmeval.models import EvalCase
 
 
 class RowReader:
@@ -76,6 +78,13 @@ class RowReader:
             raise self.error(field, f"expected a whole number >= {minimum}, got {value}")
         return int(value)
 
+    def count(self, field: str, bound: Bound) -> int | None:
+        """A count that multiplies work (repeats, turns): a whole number in ``bound``."""
+        value = self._get(field, False)
+        if value is not None and not bound.holds(value):
+            raise self.error(field, f"expected {bound.text}, got {shown_count(value)}")
+        return cast("int | None", value)
+
     def number(self, field: str) -> float | None:
         value = self._get(field, False)
         if value is None:
@@ -131,3 +140,31 @@ class RowReader:
         if not math.isfinite(number):
             raise self.error(field, f"expected a finite number, got {number}")
         return number
+
+
+def shown_count(value: Any) -> str:
+    """A bad count as a message shows it: a number as itself, anything else by its type."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    return a_json_type(value)
+
+
+def check_counts(case: EvalCase) -> None:
+    """Raise CaseFileError (``path:line: field: ...``) when a built case asks for more work
+    than a case may: its ``metadata.repeats`` or its ``max_turns`` out of range. Every suite's
+    cases pass here, so a count is never silently replaced by a default."""
+    repeats = case.metadata.get("repeats")
+    if repeats is not None and not REPEATS.holds(repeats):
+        raise CaseFileError(
+            case.file,
+            case.line,
+            f"expected {REPEATS.text}, got {shown_count(repeats)}",
+            field="metadata.repeats",
+        )
+    if not MAX_TURNS.holds(case.max_turns):
+        raise CaseFileError(
+            case.file,
+            case.line,
+            f"expected {MAX_TURNS.text}, got {shown_count(case.max_turns)}",
+            field="max_turns",
+        )

@@ -32,12 +32,14 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
+from pytest_llmeval.bounds import MAX_TURNS
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import a_json_type, iter_jsonl, read_json_document
 from pytest_llmeval.manifest import COMMON_OPTIONS
 from pytest_llmeval.suites.base import CaseSource
+from pytest_llmeval.suites.fields import shown_count
 
 QUESTION_COLUMNS = ("question", "Question")
 TRUTH_COLUMNS = ("final_answer", "Final answer", "answer")
@@ -108,7 +110,7 @@ def read_options(source: CaseSource) -> GaiaOptions:
         dataset_root=_local_dir(source, "dataset_root", split_dir.parent.parent),
         system_prompt=_text(source, "system_prompt"),
         tools=tuple(_names(source, "tools")),
-        max_turns=_whole(source, "max_turns"),
+        max_turns=_turns(source),
         attachment_paths=_choice(source, "attachment_paths", ("relative", "absolute")),
     )
 
@@ -126,6 +128,13 @@ def _whole(source: CaseSource, key: str, minimum: int | None = 1) -> int | None:
     if minimum is not None and value < minimum:
         _option_error(source, key, f"expected a whole number >= {minimum}, got {value}")
     return int(value)
+
+
+def _turns(source: CaseSource) -> int | None:
+    value = source.options.get("max_turns")
+    if value is not None and not MAX_TURNS.holds(value):
+        _option_error(source, "max_turns", f"expected {MAX_TURNS.text}, got {shown_count(value)}")
+    return cast("int | None", value)
 
 
 def _flag(source: CaseSource, key: str) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pytest_llmeval.bounds import MAX_TURNS
 from pytest_llmeval.errors import CaseFileError, RunnerError
 from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, JudgeTask, Message, Transcript
 from pytest_llmeval.rundir.models import Number, SuiteSection
@@ -197,7 +198,7 @@ class GoldenSuite:
             )
         stubs = read.obj("stubs") or {}
         tool_names = read.text_list("tools") or []
-        max_turns = read.whole("max_turns", minimum=1) or ctx.settings.max_turns
+        max_turns = read.count("max_turns", MAX_TURNS) or ctx.settings.max_turns
         judge = None
         if judged:
             question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")

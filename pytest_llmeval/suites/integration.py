@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pytest_llmeval.bounds import MAX_TURNS
 from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.loading import iter_jsonl
 from pytest_llmeval.manifest import COMMON_OPTIONS
@@ -168,7 +169,7 @@ class IntegrationSuite:
             messages=messages,
             tools=ctx.registry.specs(names or ()),
             tool_mode="broker",
-            max_turns=read.whole("max_turns", minimum=1) or ctx.settings.max_turns,
+            max_turns=read.count("max_turns", MAX_TURNS) or ctx.settings.max_turns,
             expect=expect,
             metadata=dict(row.get("metadata") or {}),
             fingerprint=row_fingerprint(self.name, {"row": row, "config": config}),

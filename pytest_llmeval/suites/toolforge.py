@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from pytest_llmeval.bounds import MAX_TURNS
 from pytest_llmeval.clip import full_length
 from pytest_llmeval.errors import ConfigError
 from pytest_llmeval.fingerprint import file_sha256
@@ -90,7 +91,7 @@ class ToolForgeSuite:
         message = read.child("input").text("message") if "input" in row else None
         expect = _expect(read)
         stubs = read.obj("stubs") or {}
-        max_turns = read.whole("maxTurns", minimum=1) or ctx.settings.max_turns
+        max_turns = read.count("maxTurns", MAX_TURNS) or ctx.settings.max_turns
         known = {"id", "description", "input", "expect", "stubs", "maxTurns", "category"}
         return EvalCase(
             case_id=case_id,

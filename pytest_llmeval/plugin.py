@@ -209,5 +209,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if isinstance(item, EvalItem):
         item.state.results.attach(item, call, report)
-        case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
+        case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
     return report

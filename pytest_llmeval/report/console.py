@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
-from pytest_llmeval.markdown import md_code, md_text
+from pytest_llmeval.markdown import md_cell, md_code, md_text
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.report.baseline import baseline_case_lines
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
 
 MAX_LISTED_FAILURES = 50
+MAX_LISTED_ERRORED = 10
+"""How many errored node ids the terminal's ``errored:`` line names."""
 
 
 def _rate(value: float | None) -> str:
@@ -77,6 +79,7 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     for name, body in report["suites"].items():
         for category, totals in body.get("categories", {}).items():
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
+    out += _gates_markdown(report.get("gates"))
     bad = [r for r in results if r.outcome in ("failed", "error")]
     if bad:
         out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
@@ -94,6 +97,23 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     return "\n".join(out)
 
 
+def _gates_markdown(section: Any) -> list[str]:
+    """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
+    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message."""
+    rows = section.get("results") if isinstance(section, dict) else None
+    if not rows:
+        return []
+    out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
+    for row in rows:
+        gate = row.get("gate") or {}
+        status = str(row.get("status") or ("passed" if row.get("passed") else "failed"))
+        shown = "**failed**" if status == "failed" else md_text(status)
+        message = clip(" ".join(str(row.get("message") or "").splitlines()), 200)
+        name = md_cell(md_code(str(gate.get("name", ""))))
+        out.append(f"| {name} | {shown} | {md_text(message)} |")
+    return out
+
+
 def _row(label: str, totals: dict[str, Any]) -> str:
     return (
         f"| {label} | {totals['total']} | {totals['passed']} | {totals['failed']} | "
@@ -108,6 +128,14 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         for g in verdict.gate_results
     ]
     lines += [f"gate problem: {problem}" for problem in verdict.gate_problems]
+    if verdict.errored:
+        shown = ", ".join(verdict.errored[:MAX_LISTED_ERRORED])
+        more = len(verdict.errored) - MAX_LISTED_ERRORED
+        lines.append(
+            f"errored: {len(verdict.errored)} case(s) could not be judged, so the run fails: "
+            + shown
+            + (f", ... and {more} more" if more > 0 else "")
+        )
     diff = verdict.baseline_diff
     if verdict.baseline_refusal is not None:
         lines.append(f"baseline: not compared: {verdict.baseline_refusal}")

@@ -15,12 +15,11 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
-from pytest_llmeval.report import case_reports
+from pytest_llmeval.report import case_reports, preflight
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
-from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, state_key
 from pytest_llmeval.suites.base import SuiteRegistry
 from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
@@ -60,7 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[session_report_key] = report
         config.pluginmanager.register(report, "llmeval-report")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
+        hooks = XdistHooks(controller=not hasattr(config, "workerinput"))
+        config.pluginmanager.register(hooks, "llmeval-xdist")
     _register_spending(config, state)
 
 
@@ -76,6 +76,7 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
+        preflight.close_unused_runner(config, state.dispatcher.call)
         state.services.stop()
         state.dispatcher.close()
         state.limits.close()
@@ -92,6 +93,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 class XdistHooks:
     """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
+
+    def __init__(self, *, controller: bool):
+        self.controller = controller
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.controller:  # a worker's configuration error: one usage error, exit 4
+            preflight.raise_worker_usage_error(report)
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         enabled = config.stash[state_key].settings.hash_scheduling
@@ -141,11 +150,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected ids
 def pytest_collection_finish(session: pytest.Session) -> None:
-    state = session.config.stash[state_key]
-    state.runahead.plan(session.items, _is_eval_item)
-    if any(isinstance(item, EvalItem) for item in session.items):
-        state.services.start_judge()
+    preflight.check(session, _is_eval_item)  # runner, judge, embedder, gates: exit 4 at once
+    session.config.stash[state_key].runahead.plan(session.items, _is_eval_item)
 
 
 # -- fixtures ------------------------------------------------------------------------------
@@ -163,10 +171,9 @@ def llmeval_runner(
 ) -> Iterator[Any]:
     """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
     state = pytestconfig.stash[state_key]
-    registry = RunnerRegistry(limiter=state.limits.limiter)
-    pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
-    # a ConfigError here is each case's error, shown as one line (EvalItem's short repr)
-    runner = registry.create(llmeval_settings, redact=state.redactor.value)
+    runner = preflight.take_runner(pytestconfig)  # built once collection was done
+    if runner is None:  # asked for outside the eval cases: built here, a usage error if bad
+        runner = preflight.build_runner(pytestconfig, state)
     yield runner
     aclose = getattr(runner, "aclose", None)
     if aclose is not None:

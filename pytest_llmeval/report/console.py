@@ -61,6 +61,23 @@ def tally_note(results: Sequence[CaseResult], earlier: int) -> str | None:
     return f"llmeval: {'; '.join(parts)}" if parts else None
 
 
+def rubric_warning(results: Sequence[CaseResult]) -> str | None:
+    """One warning for the session: the cases with a rubric but no rubric threshold (a
+    ``min_scores`` ``rubric`` / ``rubric.<criterion>`` or a manifest's category threshold), whose
+    rubric therefore never decides whether they pass. ``None`` when there is none."""
+    ids = sorted(r.nodeid for r in results if r.details.get("rubric_unchecked"))
+    if not ids:
+        return None
+    shown = ", ".join(ids[:MAX_LISTED_ERRORED])
+    if len(ids) > MAX_LISTED_ERRORED:
+        shown += f", ... and {len(ids) - MAX_LISTED_ERRORED} more"
+    return (
+        f"llmeval: warning: {len(ids)} case(s) have a rubric but no rubric threshold, so the "
+        f"judge's scores never decide them; add min_scores.rubric (or rubric.<criterion>) or a "
+        f"manifest threshold: {shown}"
+    )
+
+
 def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
     """``summary.md``: suite table, category table, then the failing and erroring cases."""
     out = ["# pytest-llmeval summary", ""]

@@ -9,7 +9,8 @@ reads from the repo's ``pyproject.toml``) into a tmp dir, runs it in each mode t
 and compares each mode's outputs with ``tests/data/rundir_golden/<mode>/``, written by the code
 before the re-layering (6d8c2f2) and regenerated since only where an issue added fields on
 purpose (issue 15: each case's ``input``, ``expected``, ``transcript`` and ``xfailed``, each gate's
-``status``, the baseline's case lists; ``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):
+``status``, the baseline's case lists; then each baseline gate change's ``baseline_status`` and
+``current_status``; ``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):
 
 * ``results.jsonl`` byte for byte, after normalising (below);
 * ``report.json`` as parsed JSON, after normalising;

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
 from pytest_llmeval.markdown import md_cell, md_code, md_text
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.models import CaseResult, unpack
 from pytest_llmeval.report.baseline import baseline_case_lines
 
 if TYPE_CHECKING:
@@ -62,10 +62,11 @@ def tally_note(results: Sequence[CaseResult], earlier: int) -> str | None:
 
 
 def rubric_warning(results: Sequence[CaseResult]) -> str | None:
-    """One warning for the session: the cases with a rubric but no rubric threshold (a
-    ``min_scores`` ``rubric`` / ``rubric.<criterion>`` or a manifest's category threshold), whose
-    rubric therefore never decides whether they pass. ``None`` when there is none."""
-    ids = sorted(r.nodeid for r in results if r.details.get("rubric_unchecked"))
+    """One warning for the session: the cases scored by a rubric judge (a ``rubric`` score)
+    with no threshold on any rubric score (a ``min_scores`` ``rubric`` / ``rubric.<criterion>``
+    or a manifest's category threshold), whose rubric therefore never decides whether they
+    pass. ``None`` when there is none."""
+    ids = sorted(r.nodeid for r in results if "rubric" in r.scores and not _rubric_held(r))
     if not ids:
         return None
     shown = ", ".join(ids[:MAX_LISTED_ERRORED])
@@ -75,6 +76,14 @@ def rubric_warning(results: Sequence[CaseResult]) -> str | None:
         f"llmeval: warning: {len(ids)} case(s) have a rubric but no rubric threshold, so the "
         f"judge's scores never decide them; add min_scores.rubric (or rubric.<criterion>) or a "
         f"manifest threshold: {shown}"
+    )
+
+
+def _rubric_held(result: CaseResult) -> bool:
+    expected = unpack(result.expected)
+    thresholds = expected.get("thresholds") if isinstance(expected, dict) else None
+    return isinstance(thresholds, dict) and any(
+        name == "rubric" or str(name).startswith("rubric.") for name in thresholds
     )
 
 

@@ -261,8 +261,6 @@ class GoldenSuite:
                 "agreement": judge_rules.agreement(case.judge, judgement.samples),
                 "samples": len(judgement.samples) or 1,
             }
-        if case.metadata.get("rubric") and not any(map(_is_rubric, expect["thresholds"])):
-            details["rubric_unchecked"] = True  # the session warns once, naming such cases
         for name, minimum in expect["thresholds"].items():
             if scores[name] < minimum:
                 failure = _failure(name, scores[name], minimum, expect, transcript.response)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import answering_runner, read_jsonl, write_json
+from conftest import answering_runner, read_jsonl, write_json, write_jsonl
+from test_integration_suite import FIXTURES, ITEMS, MODEL_CONFTEST, SCRIPTS, TOOLS
 from test_judge import JUDGE_CONFTEST, RUBRIC
 
 from pytest_llmeval.report import console
@@ -419,6 +420,40 @@ def test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable(tmp_path: 
     )  # fmt: skip
     assert whole.returncode == 0, whole.stdout[-3000:]
     assert set(_gate_statuses(tmp_path / "whole").values()) == {"passed"}
+
+
+@pytest.mark.parametrize("optional", [False, True])
+def test_a_suites_own_gate_with_nothing_to_judge(pytester: pytest.Pytester, optional: bool) -> None:
+    """The integration data has no negative control: that gate of the suite judged nothing. It
+    fails, unless the header names it in ``optional_gates`` (then ``n/a``); a ``warn`` stays a
+    ``warn``."""
+    pytester.makeini("[pytest]\nllmeval_tool_registry = tools.json\n")
+    pytester.makeconftest(MODEL_CONFTEST)
+    write_json(pytester, "tools.json", TOOLS)
+    write_jsonl(pytester, "fixtures/tools/tools.jsonl", FIXTURES)
+    write_json(pytester, "scripts.json", SCRIPTS)
+    head: dict[str, Any] = {"integration_span_cap": 3, "min_eligible_for_gates": 2}
+    if optional:
+        head["optional_gates"] = ["negative_control_ok_rate"]
+    write_jsonl(pytester, "data.integration.jsonl", [{"__header__": head}, *ITEMS])
+    result = pytester.runpytest("--llmeval-runner", "steps", "--llmeval-run-dir", "run")
+    run = pytester.path / "run"
+    statuses = _gate_statuses(run)
+    assert statuses.pop("integration.negative_control_ok_rate>=1") == (
+        "n/a" if optional else "failed"
+    )
+    assert statuses.pop("integration.strict.macro_f1>=0.75") == "warn"
+    assert set(statuses.values()) == {"passed"}
+    assert _outcomes(run)["b"] == "failed" and _outcomes(run)["a"] == "passed"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # case b misses either way
+    result.stdout.fnmatch_lines(
+        [
+            "gate integration.negative_control_ok_rate>=1: n/a (*(optional))"
+            if optional
+            else "gate integration.negative_control_ok_rate>=1: FAILED (*nothing to judge (name "
+            "it in the header's optional_gates*"
+        ]
+    )
 
 
 STATUSES: tuple[GateStatus, ...] = ("passed", "failed", "partial", "inconclusive", "warn", "n/a")

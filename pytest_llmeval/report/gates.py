@@ -399,8 +399,10 @@ def nothing_to_judge(
     else:
         status = "failed"
         message = f"{message}: nothing to judge"
-        if gate.source != "header":  # a suite's own gate has no optional form
+        if gate.source != "header":
             message += f" (add {OPTIONAL!r} after the value if that is expected)"
+        else:
+            message += " (name it in the header's optional_gates if that is expected)"
     return GateResult(gate=gate, value=value, passed=False, status=status, message=message)
 
 
@@ -507,7 +509,9 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
             if not isinstance(entry, Mapping) or "status" not in entry:
                 continue
             op = "==" if entry.get("kind") == "zero" else ">="
-            gate = make_gate(suite, entry["metric"], op, float(entry["threshold"]), "header")
+            optional = entry.get("optional") is True  # the header's optional_gates
+            threshold = float(entry["threshold"])
+            gate = make_gate(suite, entry["metric"], op, threshold, "header", optional)
             value = entry.get("value")
             status = _SUITE_STATUSES.get(str(entry["status"]), "n/a")
             if status == "n/a":

@@ -29,7 +29,7 @@ from test_integration_suite import FIXTURES, ITEMS, MODEL_CONFTEST, SCRIPTS, TOO
 from test_judge import JUDGE_CONFTEST, RUBRIC
 
 from pytest_llmeval.report import console
-from pytest_llmeval.report.gates import gates_section, make_gate
+from pytest_llmeval.report.gates import gates_section, make_gate, parse_gate, parse_gate_spec
 from pytest_llmeval.report.html.gate_rows import gates as html_gates
 from pytest_llmeval.report.verdict import Verdict
 from pytest_llmeval.rundir.models import GateResult, GateStatus
@@ -237,11 +237,37 @@ def test_under_xdist_it_is_still_one_usage_error(
     assert not (pytester.path / "run").exists()
 
 
-def test_an_own_agent_makes_the_runner_option_irrelevant(pytester: pytest.Pytester) -> None:
-    """A conftest's ``llmeval_agent`` that does not ask for ``llmeval_runner``: an unknown
-    runner name (or no cassettes) is no error, the cases run."""
+OWN_RUNNER = """
+import pytest
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Echo:
+    name = "own"
+
+    def fingerprint(self):
+        return {"type": "own"}
+
+    async def generate(self, request):
+        return Completion(text=request.messages[-1].content or "", usage=Usage(total_tokens=1))
+
+
+@pytest.fixture(scope="session")
+def llmeval_runner():
+    return Echo()
+"""
+"""A conftest that overrides the ``llmeval_runner`` fixture itself."""
+
+
+@pytest.mark.parametrize("conftest", [OWN_AGENT, OWN_RUNNER], ids=["agent", "runner"])
+def test_an_own_agent_makes_the_runner_option_irrelevant(
+    pytester: pytest.Pytester, conftest: str
+) -> None:
+    """A conftest's ``llmeval_agent`` that does not ask for ``llmeval_runner``, or its own
+    ``llmeval_runner``: an unknown runner name (or no cassettes) is no error, the cases run."""
     write_json(pytester, "qa.golden.json", CASES)
-    pytester.makeconftest(OWN_AGENT)
+    pytester.makeconftest(conftest)
     result = pytester.runpytest("--llmeval-runner", "ecko", "--llmeval-run-dir", "run")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2)
@@ -454,6 +480,31 @@ def test_a_suites_own_gate_with_nothing_to_judge(pytester: pytest.Pytester, opti
             "it in the header's optional_gates*"
         ]
     )
+
+
+def test_optional_is_spelled_alike_on_the_command_line_and_in_manifests() -> None:
+    assert parse_gate("golden.mean_scores.judge>=0.8 optional").optional is True
+    assert parse_gate("golden.mean_scores.judge >= 0.8").optional is False
+    spec = [
+        "mean_scores.a >= 0.5 optional",
+        {"metric": "mean_scores.b", "op": ">=", "value": 0.5, "optional": True},
+        {"mean_scores.c": ">= 0.5 optional", "mean_scores.d": ">= 0.5"},
+    ]
+    gates = parse_gate_spec(spec, "manifest", default_suite="golden")
+    assert [(g.name, g.optional) for g in gates] == [
+        ("golden.mean_scores.a>=0.5", True),
+        ("golden.mean_scores.b>=0.5", True),
+        ("golden.mean_scores.c>=0.5", True),
+        ("golden.mean_scores.d>=0.5", False),
+    ]
+    for bad in ("golden.pass_rate>=0.5 optionally", "golden.pass_rate>=0.5 maybe"):
+        with pytest.raises(ValueError, match=r"expected SUITE\.METRIC OP VALUE \[optional\]"):
+            parse_gate(bad)
+    with pytest.raises(ValueError, match="optional must be true or false"):
+        parse_gate_spec({"metric": "pass_rate", "op": ">=", "value": 1, "optional": "yes"})
+    # written only when true: reports of gates that are not optional are unchanged
+    assert "optional" not in parse_gate("golden.pass_rate>=0.5").model_dump()
+    assert parse_gate("golden.pass_rate>=0.5 optional").model_dump()["optional"] is True
 
 
 STATUSES: tuple[GateStatus, ...] = ("passed", "failed", "partial", "inconclusive", "warn", "n/a")

@@ -239,23 +239,12 @@ def test_under_xdist_it_is_still_one_usage_error(
 
 OWN_RUNNER = """
 import pytest
-from pytest_llmeval.models import Usage
-from pytest_llmeval.runners.base import Completion
-
-
-class Echo:
-    name = "own"
-
-    def fingerprint(self):
-        return {"type": "own"}
-
-    async def generate(self, request):
-        return Completion(text=request.messages[-1].content or "", usage=Usage(total_tokens=1))
+from pytest_llmeval.runners.echo import EchoRunner
 
 
 @pytest.fixture(scope="session")
 def llmeval_runner():
-    return Echo()
+    return EchoRunner()
 """
 """A conftest that overrides the ``llmeval_runner`` fixture itself."""
 

@@ -15,14 +15,13 @@ from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.budget import Budget, keep_first_per_file
 from pytest_llmeval.collect import EvalFile, EvalItem
 from pytest_llmeval.manifest import clear_targets, is_manifest_target
-from pytest_llmeval.report import case_reports
+from pytest_llmeval.report import case_reports, preflight
 from pytest_llmeval.report.baseline import BaselineError, check_replaceable
 from pytest_llmeval.report.interruption import Interruption
 from pytest_llmeval.report.progress import Progress
 from pytest_llmeval.report.selection import Deselections, deselections_key
 from pytest_llmeval.report.session import SessionReport, session_report_key
 from pytest_llmeval.rundir.files import is_run_dir
-from pytest_llmeval.runners.registry import RunnerRegistry
 from pytest_llmeval.state import LLMEvalState, state_key
 from pytest_llmeval.suites.base import SuiteRegistry
 from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
@@ -72,7 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(), "llmeval-xdist")
+        hooks = XdistHooks(controller=not hasattr(config, "workerinput"))
+        config.pluginmanager.register(hooks, "llmeval-xdist")
     _register_spending(config, state)
     if not hasattr(config, "workerinput"):  # the workers read what the controller checked
         state.check_support_files()
@@ -101,6 +101,7 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
+        preflight.close_unused_runner(config, state.dispatcher.call)
         state.services.stop()
         state.dispatcher.close()
         state.limits.close()
@@ -121,6 +122,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 class XdistHooks:
     """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
+
+    def __init__(self, *, controller: bool):
+        self.controller = controller
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.controller:  # a worker's configuration error: one usage error, exit 4
+            preflight.raise_worker_usage_error(report)
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         enabled = config.stash[state_key].settings.hash_scheduling
@@ -175,13 +184,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected ids
 def pytest_collection_finish(session: pytest.Session) -> None:
+    preflight.check(session, _is_eval_item)  # runner, judge, embedder, gates: exit 4 at once
     state = session.config.stash[state_key]
     state.runahead.plan(session.items, _is_eval_item)
     if any(isinstance(item, EvalItem) for item in session.items):
         if not session.config.option.collectonly:
             state.claim_run_dir()
-        state.services.start_judge()
 
 
 # -- fixtures ------------------------------------------------------------------------------
@@ -199,10 +209,9 @@ def llmeval_runner(
 ) -> Iterator[Any]:
     """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
     state = pytestconfig.stash[state_key]
-    registry = RunnerRegistry(limiter=state.limits.limiter)
-    pytestconfig.hook.pytest_llmeval_register_runners(registry=registry)
-    # a ConfigError here is each case's error, shown as one line (EvalItem's short repr)
-    runner = registry.create(llmeval_settings, redact=state.redactor.value)
+    runner = preflight.take_runner(pytestconfig)  # built once collection was done
+    if runner is None:  # asked for outside the eval cases: built here, a usage error if bad
+        runner = preflight.build_runner(pytestconfig, state)
     yield runner
     aclose = getattr(runner, "aclose", None)
     if aclose is not None:
@@ -247,7 +256,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.llmeval_refusal = item.state.refusal
     elif isinstance(item, EvalItem):  # a refused resume journals nothing
         item.state.results.attach(item, call, report)
-        case_reports.adjust(item, report, item.transcript)  # own time; exit-on gates: xfail
+        case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
         stopped = item.state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail
             report.llmeval_unjournaled = stopped

@@ -54,6 +54,34 @@ class Services:
         self.dispatcher.judge = Judge(runner)
         self.dispatcher.judge_repeats = self.settings.judge_repeats
 
+    def check_embedder(self) -> None:
+        """Fail at the start, without loading a model, when the embedder the settings name
+        explicitly (``--llmeval-embedding-model`` / ``--llmeval-embedding-base-url``) cannot be
+        built: a base URL without a model, a model folder that does not exist, a missing
+        extra. ``ConfigError`` naming the option and what to do."""
+        import importlib.util
+
+        settings = self.settings
+        if settings.embedding_base_url:
+            if not settings.embedding_model:
+                raise ConfigError("--llmeval-embedding-base-url needs --llmeval-embedding-model")
+            return
+        if not settings.embedding_model:
+            return  # the packaged default, checked on first use (only if a case needs it)
+        from pytest_llmeval.embeddings import INSTALL_HINT
+
+        model = Path(settings.embedding_model)
+        if not model.is_absolute():
+            model = settings.rootdir / model
+        if not model.is_dir():
+            raise ConfigError(
+                f"--llmeval-embedding-model {settings.embedding_model}: no model folder at "
+                f"{model}; give a local sentence-embedding checkpoint folder"
+            )
+        missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(f"{INSTALL_HINT} (not installed: {', '.join(missing)})")
+
     def make_embedder(self) -> Any:
         """The ``semantic_similarity`` embedder the settings name, behind the content cache
         (``<output root>/../embeddings``, shared by workers and sessions)."""

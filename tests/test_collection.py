@@ -198,7 +198,8 @@ def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester) -> None:
 def test_unknown_runner_names_the_known_ones(scripted: pytest.Pytester) -> None:
     write_json(scripted, "qa.golden.json", GOLDEN[:1])
     result = scripted.runpytest("--llmeval-runner", "gpt-9", "-q")
-    result.stdout.fnmatch_lines(["*unknown runner 'gpt-9'*known runners:*echo*http-agent*"])
+    result.stderr.fnmatch_lines(["*unknown runner 'gpt-9'*known runners:*echo*http-agent*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_readme_documents_every_option() -> None:

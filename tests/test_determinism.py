@@ -54,8 +54,8 @@ def test_replay_miss_is_an_error_that_says_how_to_record(scripted: pytest.Pytest
 def test_replay_without_cassettes_explains_itself(pytester: pytest.Pytester) -> None:
     write_json(pytester, "qa.golden.json", CASES[:1])
     result = pytester.runpytest("-q")
-    result.stdout.fnmatch_lines(["*fixtures/cassettes*"])
-    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*fixtures/cassettes*--llmeval-record new*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # at once, not once per case
 
 
 def test_results_do_not_depend_on_concurrency(scripted: pytest.Pytester) -> None:

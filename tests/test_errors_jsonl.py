@@ -19,50 +19,80 @@ def _one_line_each(result: pytest.RunResult, text: str) -> None:
                for line in stdout.splitlines()) == 2  # fmt: skip
 
 
-def test_an_unknown_runner_is_one_line_per_case(pytester: pytest.Pytester) -> None:
+DOWN = """
+from pytest_llmeval.errors import RunnerError
+
+
+class Down:
+    name = "down"
+
+    def fingerprint(self):
+        return {"type": "down"}
+
+    async def generate(self, request):
+        raise RunnerError("POST http://127.0.0.1:9/v1: connection refused", kind="http")
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("down", lambda settings: Down())
+"""
+"""A runner whose backend refuses every call: each case errors when it runs."""
+
+
+def test_a_dead_backend_is_one_line_per_case(pytester: pytest.Pytester) -> None:
     write_json(pytester, "qa.golden.json", CASES)
-    result = pytester.runpytest("--llmeval-runner", "nope", "--llmeval-run-dir", "run")
-    _one_line_each(result, "unknown runner 'nope'")
+    pytester.makeconftest(DOWN)
+    result = pytester.runpytest("--llmeval-runner", "down", "--llmeval-run-dir", "run")
+    _one_line_each(result, "connection refused")
     result.stdout.fnmatch_lines(
-        ["qa.golden.json:*: ConfigError: unknown runner 'nope' (--llmeval-runner); "
-         "known runners: echo, hf, http-agent, openai, replay"]
-    )  # fmt: skip
+        ["qa.golden.json:*: http error: POST http://127.0.0.1:9/v1: connection refused"]
+    )
     rows = read_jsonl(pytester.path / "run/errors.jsonl")
     assert [(r["nodeid"], r["case_id"], r["phase"]) for r in rows] == [
         ("qa.golden.json::a", "a", "setup"),
         ("qa.golden.json::b", "b", "setup"),
     ]
-    assert rows[0]["message"].startswith("unknown runner 'nope'")
+    assert rows[0]["message"].startswith("POST http://127.0.0.1:9/v1: connection refused")
     assert rows[0]["traceback"].startswith("Traceback (most recent call last):")
-    assert "ConfigError: unknown runner 'nope'" in rows[0]["traceback"]
+    assert "RunnerError: POST http://127.0.0.1:9/v1: connection refused" in rows[0]["traceback"]
     # results.jsonl keeps its shape: no phase or traceback there
     assert "traceback" not in read_jsonl(pytester.path / "run/results.jsonl")[0]
 
 
-def test_a_missing_cassette_folder_is_one_line_per_case(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    ("args", "cassettes", "line"),
+    [
+        (["--llmeval-runner", "nope"], False, "*unknown runner 'nope'; known runners: echo, *"),
+        ([], False, "*no cassette folder at *; record it *--llmeval-record new*"),
+        ([], True, "*no recorded runner under *; record it *--llmeval-record new*"),
+    ],
+    ids=["unknown-runner", "no-cassette-folder", "empty-cassette-folder"],
+)
+def test_a_runner_that_cannot_be_built_is_one_usage_error(
+    pytester: pytest.Pytester, args: list[str], cassettes: bool, line: str
+) -> None:
+    """Not one error per case: one line before any case runs, exit 4, nothing written."""
     write_json(pytester, "qa.golden.json", CASES)
-    result = pytester.runpytest("--llmeval-run-dir", "run")
-    _one_line_each(result, "no cassette folder at")
-    result.stdout.fnmatch_lines(["*no cassette folder at *; record it *--llmeval-record new*"])
-    assert len(read_jsonl(pytester.path / "run/errors.jsonl")) == 2
-
-
-def test_an_empty_cassette_folder_is_one_line_per_case(pytester: pytest.Pytester) -> None:
-    write_json(pytester, "qa.golden.json", CASES)
-    (pytester.path / "fixtures/cassettes").mkdir(parents=True)
-    result = pytester.runpytest("--llmeval-run-dir", "run")
-    _one_line_each(result, "no recorded runner under")
-    [row, _] = read_jsonl(pytester.path / "run/errors.jsonl")
-    assert "ConfigError" in row["traceback"] and row["phase"] == "setup"
+    if cassettes:
+        (pytester.path / "fixtures/cassettes").mkdir(parents=True)
+    result = pytester.runpytest(*args, "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --llmeval-runner: {line}"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "run").exists()
 
 
 def test_workers_errors_reach_the_controllers_errors_jsonl(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     write_json(pytester, "qa.golden.json", CASES)
+    pytester.makeconftest(DOWN)
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--llmeval-runner", "nope", "--llmeval-run-dir", "run", "-p", "no:cacheprovider"
+        "-n", "2", "--llmeval-runner", "down", "--llmeval-run-dir", "run", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(errors=2)
     rows = read_jsonl(pytester.path / "run/errors.jsonl")
     assert sorted(r["case_id"] for r in rows) == ["a", "b"]
-    assert all("ConfigError: unknown runner" in r["traceback"] for r in rows)
+    assert all("RunnerError: POST http" in r["traceback"] for r in rows)

@@ -272,9 +272,11 @@ def test_a_dataset_runs_through_the_loop_and_reports(loop: pytest.Pytester) -> N
     _dataset(loop, ITEMS)
     _scripts(loop, SCRIPTS)
     result = loop.runpytest("--llmeval-runner", "steps", "-p", "no:cacheprovider")
-    # a: every span grounded; b: none; c, ctl, multi: pass; the gates all hold
-    result.assert_outcomes(passed=4 + 7, failed=1)
+    # a: every span grounded; b: none; c, ctl, multi: pass; the gates hold but one: the data
+    # has no negative control, so that gate has nothing to judge and fails
+    result.assert_outcomes(passed=4 + 6, failed=1 + 1)
     out = result.stdout.str()
+    assert "negative_control_ok_rate = n/a (threshold 1): nothing to judge" in out
     assert "ungrounded span(s): 'it is sunny today'; 'nothing else matters'" in out
     (run,) = (loop.path / ".llmeval" / "runs").iterdir()
     rows = {r["case_id"]: r for r in read_jsonl(run / "results.jsonl")}
@@ -333,7 +335,9 @@ def test_bad_items_and_headers_are_clear_errors(loop: pytest.Pytester) -> None:
     relaxed = loop.runpytest(
         "--llmeval-runner", "steps", "--no-llmeval-fail-on-fingerprint-mismatch"
     )
-    relaxed.assert_outcomes(errors=3, passed=1 + 7)
+    # two gates have nothing to judge in one valid item: they fail; two are inconclusive (too
+    # few eligible items): neither passed nor failed, junit skips them
+    relaxed.assert_outcomes(errors=3, passed=1 + 3, failed=2, skipped=2)
 
 
 # -- compat: the reference harness, §3.9 ------------------------------------------------------
@@ -409,7 +413,8 @@ def test_private_text_in_answers_is_masked_in_every_artifact_and_counted(
         {**SCRIPTS, "item C": [["read_file", {"path": "notes.md"}], f"{C} Integration: {secret}."]},
     )
     result = loop.runpytest("--llmeval-runner", "steps", "--junitxml=junit.xml")
-    result.assert_outcomes(passed=1 + 7, failed=1)  # the leaky span is not grounded
+    # the leaky span is not grounded; multi-call parity and negative controls: none in the data
+    result.assert_outcomes(passed=1 + 5, failed=1 + 2)
     (run,) = (loop.path / ".llmeval" / "runs").iterdir()
     body = json.loads((run / "report.json").read_text())["suites"]["integration"]
     assert body["privacy_ok_rate"] == 0.5

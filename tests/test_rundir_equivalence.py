@@ -10,7 +10,8 @@ and compares each mode's outputs with ``tests/data/rundir_golden/<mode>/``, writ
 before the re-layering (6d8c2f2) and regenerated since only where an issue added fields on
 purpose (issue 15: each case's ``input``, ``expected``, ``transcript`` and ``xfailed``, each gate's
 ``status``, the baseline's case lists; a repeated case's ``usage`` counting every run, not the
-first; ``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):
+first; each baseline gate change's ``baseline_status`` and ``current_status``;
+``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):
 
 * ``results.jsonl`` byte for byte, after normalising (below);
 * ``report.json`` as parsed JSON, after normalising;

@@ -50,13 +50,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_llmeval import safe_read
 from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
-from pytest_llmeval.markdown import md_cell, md_code, one_line
+from pytest_llmeval.markdown import md_cell, md_code, md_text, one_line
 from pytest_llmeval.models import CaseResult, Outcome
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
 from pytest_llmeval.rundir.claim import folder_lock
@@ -71,6 +71,7 @@ from pytest_llmeval.rundir.comparison import (
     MetricDelta,
 )
 from pytest_llmeval.rundir.files import read_json, write_json
+from pytest_llmeval.rundir.models import GateStatus
 from pytest_llmeval.rundir.read import check_version
 
 __all__ = [
@@ -675,13 +676,15 @@ def _delta(old: float, new: float) -> int | float:
     return round(new - old, DELTA_DIGITS)
 
 
-def _gate_entries(report: Mapping[str, Any]) -> dict[str, tuple[bool, float | None]] | None:
+def _gate_entries(
+    report: Mapping[str, Any],
+) -> dict[str, tuple[bool, float | None, str]] | None:
     section = report.get("gates")
     if isinstance(section, Mapping):
         section = section.get("results")
     if not isinstance(section, list):
         return None
-    out: dict[str, tuple[bool, float | None]] = {}
+    out: dict[str, tuple[bool, float | None, str]] = {}
     for entry in section:
         if not isinstance(entry, Mapping):
             continue
@@ -690,9 +693,11 @@ def _gate_entries(report: Mapping[str, Any]) -> dict[str, tuple[bool, float | No
         if not isinstance(name, str):
             continue
         value = entry.get("value")
-        out.setdefault(
-            name, (entry.get("passed") is True, float(value) if is_metric(value) else None)
-        )
+        passed = entry.get("passed") is True
+        status = entry.get("status")
+        if not isinstance(status, str) or not status:  # a report from before statuses
+            status = "passed" if passed else "failed"
+        out.setdefault(name, (passed, float(value) if is_metric(value) else None, status))
     return out
 
 
@@ -702,13 +707,15 @@ def _gate_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[GateCh
         return []
     out = []
     for name in sorted(set(before) & set(after)):
-        (was_ok, was), (now_ok, now) = before[name], after[name]
+        (was_ok, was, was_status), (now_ok, now, now_status) = before[name], after[name]
         delta = round(now - was, DELTA_DIGITS) if was is not None and now is not None else None
         out.append(
             GateChange(
                 name=name,
                 baseline_passed=was_ok,
                 current_passed=now_ok,
+                baseline_status=was_status,
+                current_status=now_status,
                 baseline_value=was,
                 current_value=now,
                 delta=delta,
@@ -768,8 +775,8 @@ def diff_markdown(diff: BaselineDiff) -> str:
         for gate in diff.gate_changes:
             out.append(
                 f"| {md_cell(md_code(gate.name))} | "
-                f"{_gate_cell(gate.baseline_passed, gate.baseline_value)} | "
-                f"{_gate_cell(gate.current_passed, gate.current_value)} |"
+                f"{_gate_cell(gate.baseline_status, gate.baseline_passed, gate.baseline_value)} | "
+                f"{_gate_cell(gate.current_status, gate.current_passed, gate.current_value)} |"
             )
 
     by_kind: dict[str, list[CaseChange]] = {}
@@ -852,6 +859,11 @@ def _signed(value: float) -> str:
     return text if text.startswith("-") else f"+{text}"
 
 
-def _gate_cell(passed: bool, value: float | None) -> str:
-    status = "pass" if passed else "**FAIL**"
-    return f"{status} ({format_number(value)})" if value is not None else status
+def _gate_cell(status: str | None, passed: bool, value: float | None) -> str:
+    """A gate's status as itself (``passed``, ``**failed**``, ``partial``, ``n/a`` ...)."""
+    shown = status or ("passed" if passed else "failed")
+    if shown == "failed":
+        shown = "**failed**"
+    elif shown not in get_args(GateStatus):  # a hand-edited baseline: inert text
+        shown = md_text(shown)
+    return f"{shown} ({format_number(value)})" if value is not None else shown

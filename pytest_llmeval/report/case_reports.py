@@ -4,11 +4,13 @@
   waits for its transcript: the first case would wait out the others' work and the later ones
   none. Each eval item's call report therefore carries the case's own measured duration (the
   transcript's), and the wait in setup is not counted.
-* **Under** ``--llmeval-exit-on gates`` a case that fails its own check (or could not be judged)
-  does not fail the run, so it is reported as an expected failure (``x``; junit
-  ``<skipped type="pytest.xfail">``) with the reason, and only the gate entries can turn CI
-  red. A broken input item (a record, data file or manifest that could not be read) has no
-  case: it stays an error and fails the run (:attr:`~pytest_llmeval.report.verdict.Verdict.broken`).
+* **Under** ``--llmeval-exit-on gates`` a case that was scored and missed does not fail the
+  run, so it is reported as an expected failure (``x``; junit ``<skipped type="pytest.xfail">``)
+  with the reason, and the gate entries decide. Only a scored miss: a case that errored (its
+  runner, backend, cassette, judge, protocol or agent failed, or its scoring raised) was not
+  judged, so it stays an error and fails the run
+  (:attr:`~pytest_llmeval.report.verdict.Verdict.errored`), as does a broken input item (a
+  record, data file or manifest that could not be read: :attr:`~.Verdict.broken`).
 * **An error found while scoring is an error.** A case can be found unjudgeable only once it
   is scored (a repeat errored, a score is not a finite number): pytest's call phase failed,
   and the terminal counts and shows it as the error it is (``E``, ``ERROR``), as
@@ -20,26 +22,47 @@ from __future__ import annotations
 import pytest
 
 from pytest_llmeval.collect import EvalItem
+from pytest_llmeval.errors import EvalFailure
 from pytest_llmeval.models import Transcript
 
-__all__ = ["adjust", "teststatus"]
+__all__ = ["adjust", "is_scored_miss", "teststatus"]
 
 
-def adjust(item: EvalItem, report: pytest.TestReport, transcript: Transcript | None) -> None:
+def adjust(
+    item: EvalItem,
+    report: pytest.TestReport,
+    transcript: Transcript | None,
+    excinfo: pytest.ExceptionInfo[BaseException] | None,
+) -> None:
     """Set ``report``'s duration to the case's own and, under ``--llmeval-exit-on gates``, turn
-    a case's failure into an expected failure. Called after the result was attached."""
+    a scored miss (an :class:`EvalFailure` raised by ``runtest``) into an expected failure.
+    Called after the result was attached."""
     _mark_scored_error(report)
     if transcript is not None:
         if report.when == "setup" and report.passed:
             report.duration = 0.0  # waiting for the transcript is not this case's time
         elif report.when == "call":
             report.duration = transcript.duration_ms / 1000
-    if item.state.settings.exit_on == "gates" and report.failed and item.case is not None:
-        what = "failed its own check" if report.when == "call" else "could not be judged"
+    if item.state.settings.exit_on == "gates" and is_scored_miss(report, excinfo):
         message = _first_line(report)
         report.outcome = "skipped"
         why = "--llmeval-exit-on gates: the gates decide"
-        report.wasxfail = f"the case {what} ({why}): {message}"
+        report.wasxfail = f"the case failed its own check ({why}): {message}"
+
+
+def is_scored_miss(
+    report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None
+) -> bool:
+    """Whether ``report`` is a case that was scored and missed: a failed call whose exception
+    is the case's :class:`EvalFailure`. An error anywhere else (setup, a runner, a judge, a
+    scorer that raised) is not: the case was never judged."""
+    return (
+        report.when == "call"
+        and report.failed
+        and excinfo is not None
+        and isinstance(excinfo.value, EvalFailure)
+        and not getattr(report, SCORED_ERROR_ATTR, False)  # found unjudgeable while scored
+    )
 
 
 def _first_line(report: pytest.TestReport) -> str:

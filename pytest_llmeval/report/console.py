@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
-from pytest_llmeval.markdown import md_code, md_text
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.markdown import md_cell, md_code, md_text
+from pytest_llmeval.models import CaseResult, unpack
 from pytest_llmeval.report.baseline import baseline_case_lines
 from pytest_llmeval.rundir.models import Interrupted
 
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
 
 MAX_LISTED_FAILURES = 50
+MAX_LISTED_ERRORED = 10
+"""How many errored node ids the terminal's ``errored:`` line names."""
 
 
 def _rate(value: float | None) -> str:
@@ -60,6 +62,32 @@ def tally_note(results: Sequence[CaseResult], earlier: int) -> str | None:
     return f"llmeval: {'; '.join(parts)}" if parts else None
 
 
+def rubric_warning(results: Sequence[CaseResult]) -> str | None:
+    """One warning for the session: the cases scored by a rubric judge (a ``rubric`` score)
+    with no threshold on any rubric score (a ``min_scores`` ``rubric`` / ``rubric.<criterion>``
+    or a manifest's category threshold), whose rubric therefore never decides whether they
+    pass. ``None`` when there is none."""
+    ids = sorted(r.nodeid for r in results if "rubric" in r.scores and not _rubric_held(r))
+    if not ids:
+        return None
+    shown = ", ".join(ids[:MAX_LISTED_ERRORED])
+    if len(ids) > MAX_LISTED_ERRORED:
+        shown += f", ... and {len(ids) - MAX_LISTED_ERRORED} more"
+    return (
+        f"llmeval: warning: {len(ids)} case(s) have a rubric but no rubric threshold, so the "
+        f"judge's scores never decide them; add min_scores.rubric (or rubric.<criterion>) or a "
+        f"manifest threshold: {shown}"
+    )
+
+
+def _rubric_held(result: CaseResult) -> bool:
+    expected = unpack(result.expected)
+    thresholds = expected.get("thresholds") if isinstance(expected, dict) else None
+    return isinstance(thresholds, dict) and any(
+        name == "rubric" or str(name).startswith("rubric.") for name in thresholds
+    )
+
+
 def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
     """``summary.md``: suite table, category table, then the failing and erroring cases."""
     out = ["# pytest-llmeval summary", ""]
@@ -81,6 +109,7 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     for name, body in report["suites"].items():
         for category, totals in body.get("categories", {}).items():
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
+    out += _gates_markdown(report.get("gates"))
     bad = [r for r in results if r.outcome in ("failed", "error")]
     if bad:
         out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
@@ -108,6 +137,23 @@ def interrupted_line(interrupted: Interrupted | Mapping[str, Any]) -> str:
     )
 
 
+def _gates_markdown(section: Any) -> list[str]:
+    """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
+    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message."""
+    rows = section.get("results") if isinstance(section, dict) else None
+    if not rows:
+        return []
+    out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
+    for row in rows:
+        gate = row.get("gate") or {}
+        status = str(row.get("status") or ("passed" if row.get("passed") else "failed"))
+        shown = "**failed**" if status == "failed" else md_text(status)
+        message = clip(" ".join(str(row.get("message") or "").splitlines()), 200)
+        name = md_cell(md_code(str(gate.get("name", ""))))
+        out.append(f"| {name} | {shown} | {md_text(message)} |")
+    return out
+
+
 def _row(label: str, totals: dict[str, Any]) -> str:
     return (
         f"| {label} | {totals['total']} | {totals['passed']} | {totals['failed']} | "
@@ -122,6 +168,14 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         for g in verdict.gate_results
     ]
     lines += [f"gate problem: {problem}" for problem in verdict.gate_problems]
+    if verdict.errored:
+        shown = ", ".join(verdict.errored[:MAX_LISTED_ERRORED])
+        more = len(verdict.errored) - MAX_LISTED_ERRORED
+        lines.append(
+            f"errored: {len(verdict.errored)} case(s) could not be judged, so the run fails: "
+            + shown
+            + (f", ... and {more} more" if more > 0 else "")
+        )
     diff = verdict.baseline_diff
     if verdict.baseline_refusal is not None:
         lines.append(f"baseline: not compared: {verdict.baseline_refusal}")

@@ -12,12 +12,24 @@ Lookup rules (:func:`lookup_metric`):
 * only ``int`` and ``float`` leaves are metrics; ``bool``, ``null``, strings, lists and NaN
   are not, and a gate on them fails with a message that lists the metrics that do exist
   (shallow paths first, at most :data:`MAX_LISTED_METRICS`);
-* a suite with no results in the run fails its gates with a message naming the suites there.
+* a suite with no results in the run fails its gates with a message naming the suites there,
+  unless the run deselected its cases (``-k``, ``-m``, ``--lf``, ``--llmeval-limit``): then the
+  gate is ``partial``.
+
+Nothing to judge: a metric that is ``null`` (``n/a``: no case that ran was eligible, all
+errored, or the data has none) or absent because no case produced it fails its gate, unless
+the gate is declared optional (:data:`OPTIONAL`: ``golden.mean_scores.judge>=0.8 optional``);
+an optional gate is then ``n/a``. A suite's own gates follow the same rule: their ``n/a`` fails.
+On a run that left cases of the suite out, such a gate is ``partial``.
 
 Comparisons: ``==`` holds when ``|value - threshold| <= 1e-12`` (:data:`EQ_TOLERANCE`);
 ``>=`` and ``<=`` are "``>`` or ``==``" and "``<`` or ``==``" with that same tolerance, and
 ``>`` / ``<`` are strict (a value within the tolerance of the threshold is equal, not greater).
 Report values are rounded to six decimals, so the tolerance only absorbs float noise.
+
+Size: one gate language, kept whole: its three written forms, the metric lookup, the
+comparison and the statuses (partial, nothing to judge, a suite's own gates) read best side
+by side; which paths a suite can produce is apart (:mod:`.metric_paths`).
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ __all__ = [
     "EQ_TOLERANCE",
     "GATE_FORM",
     "MAX_LISTED_METRICS",
+    "OPTIONAL",
     "TOTALS",
     "compare",
     "evaluate_gates",
@@ -49,6 +62,7 @@ __all__ = [
     "is_metric",
     "lookup_metric",
     "make_gate",
+    "nothing_to_judge",
     "parse_gate",
     "parse_gate_spec",
     "partial_status",
@@ -61,10 +75,15 @@ EQ_TOLERANCE = 1e-12
 TOTALS = "*"
 """The suite name that addresses ``report["totals"]``."""
 
+OPTIONAL = "optional"
+"""The word after a gate's value that declares it optional: with nothing to judge it is
+``n/a``, not ``failed`` (``gaia.levels.level3.accuracy>=0.2 optional``)."""
+
 GATE_FORM = (
-    "SUITE.METRIC OP VALUE, e.g. golden.pass_rate>=0.9 or toolforge.failed==0 "
+    "SUITE.METRIC OP VALUE [optional], e.g. golden.pass_rate>=0.9 or toolforge.failed==0 "
     "(SUITE is a suite name or * for the totals, METRIC a dotted path into that suite's "
-    "report, OP one of >=, <=, >, <, ==, VALUE a number)"
+    "report, OP one of >=, <=, >, <, ==, VALUE a number; optional: n/a, not failed, when "
+    "there is nothing to judge)"
 )
 """The accepted form, quoted by every parse error."""
 
@@ -73,8 +92,13 @@ MAX_LISTED_METRICS = 60
 
 _OPS: tuple[GateOp, ...] = get_args(GateOp)
 _SOURCE_ORDER: dict[str, int] = {name: i for i, name in enumerate(get_args(GateSource))}
-_GATE_RE = re.compile(r"^\s*(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
-_OP_VALUE_RE = re.compile(r"^\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)\s*$")
+_GATE_RE = re.compile(
+    r"^\s*(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+?)"
+    rf"(?:\s+(?P<optional>{OPTIONAL}))?\s*$"
+)
+_OP_VALUE_RE = re.compile(
+    rf"^\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+?)(?:\s+(?P<optional>{OPTIONAL}))?\s*$"
+)
 _RATE = re.compile(r"(?:^|_)(?:rate|accuracy|acc|f1|precision|recall|coverage)(?:_|$)")
 """Metric names (the last segment) whose values are rates in [0, 1]: ``pass_rate``,
 ``accuracy``, ``macro_f1``, ``acc_norm``, ``tool_hallucination_rate_all`` ..."""
@@ -84,7 +108,8 @@ _RATE = re.compile(r"(?:^|_)(?:rate|accuracy|acc|f1|precision|recall|coverage)(?
 
 
 def parse_gate(text: str, source: GateSource = "cli") -> Gate:
-    """Parse ``SUITE.METRIC OP VALUE`` (spaces allowed around ``OP``).
+    """Parse ``SUITE.METRIC OP VALUE`` (spaces allowed around ``OP``), optionally followed by
+    the word ``optional`` (:data:`OPTIONAL`).
 
     Raises ``ValueError`` naming the accepted form (:data:`GATE_FORM`) on anything else.
     """
@@ -94,12 +119,19 @@ def parse_gate(text: str, source: GateSource = "cli") -> Gate:
     if match is None:
         raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
     suite, metric = _split_path(match["path"], text)
-    gate = make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    gate = make_gate(
+        suite, metric, match["op"], _number(match["value"], text), source, bool(match["optional"])
+    )
     return _in_range(gate, text)
 
 
 def make_gate(
-    suite: str, metric: str, op: str, threshold: float, source: GateSource = "cli"
+    suite: str,
+    metric: str,
+    op: str,
+    threshold: float,
+    source: GateSource = "cli",
+    optional: bool = False,
 ) -> Gate:
     """A :class:`Gate` with its canonical name; ``ValueError`` on an unknown ``op``."""
     if op not in _OPS:
@@ -109,7 +141,15 @@ def make_gate(
     if not math.isfinite(threshold):
         raise ValueError(f"bad gate threshold {threshold!r}: expected a finite number")
     name = f"{suite}.{metric}{op}{format_number(threshold)}"
-    return Gate(name=name, suite=suite, metric=metric, op=op, threshold=threshold, source=source)
+    return Gate(
+        name=name,
+        suite=suite,
+        metric=metric,
+        op=op,
+        threshold=threshold,
+        source=source,
+        optional=optional,
+    )
 
 
 def parse_gate_spec(
@@ -121,9 +161,11 @@ def parse_gate_spec(
 
     * a string, as on the command line: ``"golden.pass_rate>=0.9"``;
     * a mapping ``{"metric": "golden.pass_rate", "op": ">=", "value": 0.9}`` (exactly these
-      keys; ``value`` a number or a numeric string);
+      keys, and ``optional: true`` if wanted; ``value`` a number or a numeric string);
     * a mapping of metric to ``"OP VALUE"``: ``{"golden.pass_rate": ">= 0.9",
       "toolforge.failed": "==0"}`` (seed-000 header style).
+
+    A string gate, or an ``"OP VALUE"``, may end in the word ``optional`` (:data:`OPTIONAL`).
 
     With ``default_suite`` (a manifest's or a header's own suite), a metric path may leave the
     suite out: ``controls_with_integration`` means ``<default_suite>.controls_with_integration``.
@@ -156,7 +198,7 @@ def parse_gate_spec(
                 )
             suite, metric = _qualify(path, default_suite, f"{path}: {expr}")
             value = _number(match["value"], f"{path}: {expr}")
-            gate = make_gate(suite, metric, match["op"], value, source)
+            gate = make_gate(suite, metric, match["op"], value, source, bool(match["optional"]))
             gates.append(_in_range(gate, f"{path}: {expr}"))
         return gates
     raise ValueError(
@@ -170,17 +212,21 @@ def _spec_string(text: str, source: GateSource, default_suite: str | None) -> Ga
     if match is None:
         raise ValueError(f"bad gate {text!r}: expected {GATE_FORM}")
     suite, metric = _qualify(match["path"], default_suite, text)
-    gate = make_gate(suite, metric, match["op"], _number(match["value"], text), source)
+    value = _number(match["value"], text)
+    gate = make_gate(suite, metric, match["op"], value, source, bool(match["optional"]))
     return _in_range(gate, text)
 
 
 def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: str | None) -> Gate:
-    if set(obj) != {"metric", "op", "value"}:
+    if not {"metric", "op", "value"} <= set(obj) <= {"metric", "op", "value", OPTIONAL}:
         raise ValueError(
-            f"bad gate {dict(obj)!r}: expected exactly the keys metric, op, value "
-            "(e.g. {metric: golden.pass_rate, op: '>=', value: 0.9})"
+            f"bad gate {dict(obj)!r}: expected exactly the keys metric, op, value, and "
+            "optionally optional (e.g. {metric: golden.pass_rate, op: '>=', value: 0.9})"
         )
     path, op, value = obj["metric"], obj["op"], obj["value"]
+    optional = obj.get(OPTIONAL, False)
+    if not isinstance(optional, bool):
+        raise ValueError(f"bad gate {dict(obj)!r}: optional must be true or false")
     if not isinstance(path, str):
         raise ValueError(f"bad gate metric {path!r}: expected a dotted path such as pass_rate")
     if not isinstance(op, str) or op.strip() not in _OPS:
@@ -189,7 +235,8 @@ def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: 
         raise ValueError(f"bad gate value {value!r}: expected a number")
     number = float(value) if not isinstance(value, str) else _number(value, str(dict(obj)))
     suite, metric = _qualify(path, default_suite, str(dict(obj)))
-    return _in_range(make_gate(suite, metric, op.strip(), number, source), str(dict(obj)))
+    gate = make_gate(suite, metric, op.strip(), number, source, optional)
+    return _in_range(gate, str(dict(obj)))
 
 
 def _qualify(path: str, default_suite: str | None, text: str) -> tuple[str, str]:
@@ -325,6 +372,40 @@ def evaluate_gates(gates: Iterable[Gate], report: Mapping[str, Any]) -> list[Gat
     return [partial_status(_evaluate(gate, report), report) for gate in unique.values()]
 
 
+def _left_out(suite: str, report: Mapping[str, Any]) -> int:
+    """How many cases of ``suite`` (of any suite for ``*``) the run left out."""
+    deselected = report.get("deselected")
+    if not isinstance(deselected, Mapping):
+        return 0
+    if suite == TOTALS:
+        return sum(int(v) for v in deselected.values())
+    return int(deselected.get(suite, 0))
+
+
+def nothing_to_judge(
+    gate: Gate, report: Mapping[str, Any], message: str, value: float | None = None
+) -> GateResult:
+    """The result of ``gate`` when its metric is ``n/a``: ``partial`` on a run that left cases
+    of its suite out (they might have been eligible), ``n/a`` for an optional gate, else
+    ``failed`` (a gate with nothing to judge is not passed)."""
+    left_out = _left_out(gate.suite, report)
+    status: GateStatus
+    if left_out:
+        status = "partial"
+        message = f"{message}; partial: {left_out} case(s) left out"
+    elif gate.optional:
+        status = "n/a"
+        message = f"{message} (optional)"
+    else:
+        status = "failed"
+        message = f"{message}: nothing to judge"
+        if gate.source != "header":
+            message += f" (add {OPTIONAL!r} after the value if that is expected)"
+        else:
+            message += " (name it in the header's optional_gates if that is expected)"
+    return GateResult(gate=gate, value=value, passed=False, status=status, message=message)
+
+
 def partial_status(result: GateResult, report: Mapping[str, Any]) -> GateResult:
     """``result`` judged on a run that left out cases of its suite (any suite for ``*``; the
     report's ``deselected``), or on a run cut short (the report's ``interrupted``: every
@@ -363,6 +444,9 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
         suites = report.get("suites")
         suites = suites if isinstance(suites, Mapping) else {}
         body = suites.get(gate.suite)
+        if body is None and _left_out(gate.suite, report):
+            message = f"{label} {want}: no case of suite {gate.suite!r} ran"
+            return nothing_to_judge(gate, report, message)
         if body is None:
             known = ", ".join(sorted(str(s) for s in suites)) or "none"
             return GateResult(
@@ -376,6 +460,11 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
                 ),
             )
     value = _lookup(body, gate.metric.split("."))
+    if value is None:
+        return nothing_to_judge(gate, report, f"{label} {want}: n/a")
+    if value is _MISSING and (gate.optional or _left_out(gate.suite, report)):
+        message = f"{label} {want}: n/a (no case that ran produced it)"
+        return nothing_to_judge(gate, report, message)
     if value is _MISSING or not is_metric(value):
         available = sorted(flatten_metrics(body), key=lambda p: (p.count("."), p))
         shown = ", ".join(available[:MAX_LISTED_METRICS]) or "none"
@@ -418,10 +507,10 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
     count-based and hard gates), as gate results named ``SUITE.METRIC OP THRESHOLD``.
 
     A suite's gate entry has ``metric``, ``kind``, ``threshold``, ``value``, ``status`` and a
-    ``message``; only ``status == "fail"`` fails. The result's ``status`` is the suite's
-    (``pass`` and ``fail`` read ``passed`` and ``failed``; ``inconclusive``, ``warn`` and
-    ``n/a`` do not fail), and ``partial`` when a passing gate's suite lost cases to a
-    deselection.
+    ``message``. The result's ``status`` is the suite's (``pass`` and ``fail`` read ``passed``
+    and ``failed``; ``inconclusive`` and ``warn`` do not fail), and ``partial`` when a passing
+    gate's suite lost cases to a deselection. ``n/a`` (nothing to judge) fails, or is
+    ``partial`` on a run that left cases of the suite out (:func:`nothing_to_judge`).
     """
     out = []
     for suite, body in (report.get("suites") or {}).items():
@@ -432,9 +521,15 @@ def suite_gate_results(report: Mapping[str, Any]) -> list[GateResult]:
             if not isinstance(entry, Mapping) or "status" not in entry:
                 continue
             op = "==" if entry.get("kind") == "zero" else ">="
-            gate = make_gate(suite, entry["metric"], op, float(entry["threshold"]), "header")
+            optional = entry.get("optional") is True  # the header's optional_gates
+            threshold = float(entry["threshold"])
+            gate = make_gate(suite, entry["metric"], op, threshold, "header", optional)
             value = entry.get("value")
             status = _SUITE_STATUSES.get(str(entry["status"]), "n/a")
+            if status == "n/a":
+                message = str(entry.get("message") or entry["status"])
+                out.append(nothing_to_judge(gate, report, message))
+                continue
             result = GateResult(
                 gate=gate,
                 value=float(value) if isinstance(value, (int, float)) else None,

@@ -39,6 +39,8 @@ class Deselections:
         self.by_suite: dict[str, int] = {}
         self._collected: dict[str, str] = {}
         """Node id -> suite of every eval item collected."""
+        self.suites: set[str] = set()
+        """The suites of every eval item collected, deselected or not (what gates may name)."""
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
@@ -46,6 +48,7 @@ class Deselections:
         for item in report.result or ():
             if isinstance(item, EvalItem):
                 self._collected[item.nodeid] = item.suite_name
+                self.suites.add(item.suite_name)
         return report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

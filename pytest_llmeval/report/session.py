@@ -251,6 +251,9 @@ class SessionReport:
             note = console.tally_note(list(self.results.values()), earlier)
             if note is not None:
                 terminalreporter.write_line(note)
+            warning = console.rubric_warning(list(self.results.values()))
+            if warning is not None:
+                terminalreporter.write_line(warning, yellow=True)
             for line in console.verdict_lines(self.verdict):
                 terminalreporter.write_line(line)
             if self.report.interrupted is not None:

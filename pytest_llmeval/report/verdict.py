@@ -80,6 +80,10 @@ class Verdict:
     """Node ids of broken input (a record, data file or manifest that could not be read: an
     error with no case). Not a case's miss: it fails the run under ``--llmeval-exit-on gates``
     too, and its error item is its one report (a broken manifest is no gate problem too)."""
+    errored: list[str] = field(default_factory=list)
+    """Node ids of cases that errored (runner, backend, cassette, judge, protocol, agent): never
+    judged, so never an expected miss; they fail the run under ``--llmeval-exit-on gates``
+    too."""
 
     def faults_of(self, kind: FaultKind) -> list[str]:
         return [f.message for f in self.faults if f.kind == kind]
@@ -100,8 +104,8 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
-        """A gate failed or could not be read, the baseline regressed or was refused, or a
-        fault."""
+        """A gate failed or could not be read, the baseline regressed or was refused, a fault,
+        broken input or a case that errored."""
         return (
             bool(self.failed_gates)
             or bool(self.gate_problems)
@@ -109,6 +113,7 @@ class Verdict:
             or (self.baseline_diff is not None and self.baseline_diff.regressed)
             or bool(self.faults)
             or bool(self.broken)
+            or bool(self.errored)
         )
 
     @property
@@ -184,6 +189,7 @@ def judge(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
         gate_problems=list(gate_problems),
         broken=[r.nodeid for r in results if is_broken(r)],
+        errored=[r.nodeid for r in results if r.outcome == "error" and not is_broken(r)],
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
     if settings.baseline is not None:
@@ -271,24 +277,28 @@ def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[
 
 
 def _test_reports(nodeid: str, status: GateStatus, message: str) -> list[pytest.TestReport]:
-    """A gate as a test: ``failed`` fails; ``partial`` is skipped with the reason (junit
-    ``<skipped>``), since a gate judged on a subset neither passed nor failed; any other
-    status passes."""
+    """A gate as a test, its status as itself: ``failed`` fails; ``passed`` and ``warn`` (judged,
+    only a warning) pass; ``partial``, ``inconclusive`` and ``n/a`` judged nothing conclusive,
+    so they are skipped with ``STATUS: message`` as the reason (junit ``<skipped>``). Every
+    gate's teardown carries the property ``llmeval.gate.status`` (junit ``<property>``)."""
     path, _, name = nodeid.partition("::")
     location = (path, None, name)
     keywords: dict[str, Literal[1]] = {"llmeval": 1}
     call: pytest.TestReport
     if status == "failed":
         call = pytest.TestReport(nodeid, location, keywords, "failed", message, "call")
-    elif status == "partial":
-        reason = (path, 0, f"Skipped: {message}")
+    elif status in ("partial", "inconclusive", "n/a"):
+        reason = (path, 0, f"Skipped: {status}: {message}")
         call = pytest.TestReport(nodeid, location, keywords, "skipped", reason, "call")
     else:
         call = pytest.TestReport(nodeid, location, keywords, "passed", None, "call")
+    properties = [("llmeval.gate.status", status)]
     return [
         pytest.TestReport(nodeid, location, keywords, "passed", None, "setup"),
         call,
-        pytest.TestReport(nodeid, location, keywords, "passed", None, "teardown"),
+        pytest.TestReport(
+            nodeid, location, keywords, "passed", None, "teardown", user_properties=properties
+        ),
     ]
 
 

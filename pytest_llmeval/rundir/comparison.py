@@ -56,6 +56,10 @@ class GateChange(BaseModel):
     """Whether it passed in the baseline."""
     current_passed: bool
     """Whether it passes now."""
+    baseline_status: str | None = None
+    """Its status in the baseline (``passed``, ``failed``, ``partial``, ``n/a`` ...)."""
+    current_status: str | None = None
+    """Its status now."""
     baseline_value: float | None = None
     """The metric's value in the baseline (``None`` when it had none)."""
     current_value: float | None = None

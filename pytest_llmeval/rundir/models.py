@@ -54,8 +54,9 @@ GateOp = Literal[">=", "<=", ">", "<", "=="]
 GateSource = Literal["cli", "manifest", "header"]
 GateStatus = Literal["passed", "failed", "partial", "inconclusive", "warn", "n/a"]
 """What a gate decided. ``partial``: the run left cases of the gate's suite out (``-k``, ``-m``,
-``--lf``), so a met threshold proves nothing; ``inconclusive``, ``warn`` and ``n/a`` are a
-suite's own gate statuses. Only ``failed`` fails the run."""
+``--lf``), so a met threshold proves nothing; ``inconclusive`` and ``warn`` are a suite's own
+gate statuses; ``n/a``: an optional gate with nothing to judge (a gate that is not optional
+fails then). Only ``failed`` fails the run."""
 
 
 class Totals(BaseModel):
@@ -117,6 +118,16 @@ class Gate(BaseModel):
     """The value the metric is compared with."""
     source: GateSource = "cli"
     """Where the gate was declared: ``--llmeval-gate``, a manifest, or a dataset header."""
+    optional: bool = False
+    """Declared optional (``... optional``): with nothing to judge (its metric ``n/a``) it is
+    ``n/a`` rather than ``failed``. Written only when true."""
+
+    @model_serializer(mode="wrap")
+    def _without_default_optional(self, handler: SerializerFunctionWrapHandler) -> Any:
+        body = handler(self)
+        if isinstance(body, dict) and not body.get("optional"):
+            body.pop("optional", None)
+        return body
 
 
 class GateResult(BaseModel):
@@ -150,8 +161,8 @@ class GateResult(BaseModel):
 
 
 class GatesSection(BaseModel):
-    """``report.json`` ``gates``: every gate's result, sorted by name, and whether all passed
-    (a ``partial`` gate did not: it judged a subset)."""
+    """``report.json`` ``gates``: every gate's result, sorted by name, and whether none failed
+    or judged a subset (``partial``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -161,7 +172,7 @@ class GatesSection(BaseModel):
     @classmethod
     def of(cls, results: list[GateResult]) -> GatesSection:
         rows = sorted(results, key=lambda r: r.gate.name)
-        passed = all(r.passed and r.status != "partial" for r in rows)
+        passed = all(r.status not in ("failed", "partial") for r in rows)
         return cls(passed=passed, results=rows)
 
 

@@ -10,6 +10,7 @@ close over ``registry.limiter`` to send through the same limits.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -124,8 +125,10 @@ class RunnerRegistry:
         """
         factory = self._factories.get(settings.runner)
         if factory is None:
+            close = difflib.get_close_matches(settings.runner, self.names(), n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(
-                f"unknown runner {settings.runner!r} (--llmeval-runner); known runners: "
+                f"unknown runner {settings.runner!r}; {hint}known runners: "
                 f"{', '.join(self.names())}"
             )
         runner = factory(settings)

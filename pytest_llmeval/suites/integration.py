@@ -9,6 +9,8 @@ tools offered (schemas from ``--llmeval-tool-registry``) and scored deterministi
 Header keys: ``dataset_sha256``, ``tool_registry_sha256``, ``tokenizer_fingerprint``,
 ``integration_span_cap`` (3), ``min_eligible_for_gates`` (15), ``gates`` (threshold per
 built-in gate name, :data:`~pytest_llmeval.suites.integration_metrics.GATES`),
+``optional_gates`` (names of built-in gates that may have nothing to judge: ``n/a`` rather
+than failed),
 ``system_prompt``, ``strict_keys`` (per-tool strict allowlists), ``alternatives``,
 ``max_retries`` (2), ``absence_phrases``, ``allowlist``, ``item_pass`` (``all_grounded`` or
 ``any_grounded``). A manifest may set ``item_pass`` and ``integration_span_cap`` too.
@@ -184,6 +186,8 @@ class IntegrationSuite:
         details = score_item(transcript.response, calls, case.expect, schemas, _item_config(config))
         details["min_eligible_for_gates"] = config["min_eligible_for_gates"]
         details["gate_thresholds"] = config["gates"]
+        if config.get("optional_gates"):  # only when given: other files' details are unchanged
+            details["gate_optional"] = config["optional_gates"]
         passed = bool(details.pop("passed"))
         why = mask_private(details.pop("why"))
         details["span_texts"] = [mask_private(t) for t in details["span_texts"]]
@@ -206,14 +210,14 @@ class IntegrationSuite:
 
     def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
         thresholds, min_eligible = _gate_settings(results)
-        return aggregate(results, thresholds, min_eligible)
+        return aggregate(results, thresholds, min_eligible, _optional_gates(results))
 
     def file_artifacts(
         self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
     ) -> dict[str, Any]:
         """``integration/<data path>.json``: the seed's own report, with its field names."""
         thresholds, min_eligible = _gate_settings(results)
-        metrics = aggregate(results, thresholds, min_eligible)
+        metrics = aggregate(results, thresholds, min_eligible, _optional_gates(results))
         header = _read_header(source.path)
         runners = sorted({r.runner_fingerprint for r in results if r.runner_fingerprint})
         body = {
@@ -354,6 +358,10 @@ def _config(source: CaseSource, header: dict[str, Any], mode: str) -> dict[str, 
     for name in gates:
         if name not in GATES:
             raise where.error(f"gates.{name}", f"unknown gate; gates are {', '.join(GATES)}")
+    optional = where.text_list("optional_gates") or []
+    for i, name in enumerate(optional):
+        if name not in GATES:
+            raise where.error(f"optional_gates[{i}]", f"unknown gate; gates are {', '.join(GATES)}")
     item_pass = where.text("item_pass") or "all_grounded"
     if item_pass not in ITEM_PASS:
         raise where.error("item_pass", f"expected one of {', '.join(ITEM_PASS)}")
@@ -370,6 +378,7 @@ def _config(source: CaseSource, header: dict[str, Any], mode: str) -> dict[str, 
         if merged.get("min_eligible_for_gates") is not None
         else 15,
         "gates": gates,
+        **({"optional_gates": sorted(set(optional))} if optional else {}),
         "item_pass": item_pass,
         "strict_keys": strict_keys,
         "alternatives": alternatives,
@@ -392,6 +401,13 @@ def _item_config(config: dict[str, Any]) -> ItemConfig:
         item_pass=config["item_pass"],
         mode=config["mode"],
     )
+
+
+def _optional_gates(results: Sequence[CaseResult]) -> frozenset[str]:
+    for result in results:
+        if "gate_thresholds" in result.details:
+            return frozenset(result.details.get("gate_optional") or ())
+    return frozenset()
 
 
 def _gate_settings(results: Sequence[CaseResult]) -> tuple[dict[str, float], int]:

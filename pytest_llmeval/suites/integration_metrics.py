@@ -134,8 +134,10 @@ def aggregate(
     results: Sequence[CaseResult],
     thresholds: Mapping[str, float] | None = None,
     min_eligible: int = 15,
+    optional: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The suite's metrics and gates over ``results``."""
+    """The suite's metrics and gates over ``results``; the gates named in ``optional`` are
+    marked so (an ``n/a`` of theirs does not fail the run)."""
     rows = [
         Row(r.case_id, r.details)
         for r in results
@@ -200,6 +202,8 @@ def aggregate(
         "privacy_ok_rate": _rate([r.d["privacy_ok"] for r in rows]),
     }
     out["gates"] = gates(out, rows, eligible, dict(thresholds or {}), min_eligible)
+    for name in optional & set(out["gates"]):
+        out["gates"][name]["optional"] = True
     out["gates_ok"] = all(g["status"] != "fail" for g in out["gates"].values())
     return _round(out)  # type: ignore[no-any-return]
 

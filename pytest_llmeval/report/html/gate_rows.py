@@ -20,7 +20,7 @@ _STATUS_CLASSES = {"passed": "passed", "failed": "failed", "warn": "error"}
 """The badge colour of a gate status; any other status (``partial``, ``inconclusive``, ...) is
 grey."""
 _NOT_PASSED = ("failed", "partial")
-"""Statuses that do not count as a passed gate (``partial`` judged a subset of its cases)."""
+"""Statuses that decide the page's verdict, worst first (``partial`` judged a subset)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _gate_row(
     if not isinstance(status, str) or not status:
         status = "passed" if result.get("passed") is True else "failed"
     status = _STATUS_NAMES.get(status, status)
-    passed = status not in _NOT_PASSED
+    passed = status == "passed"  # n/a, warn, inconclusive and partial are not a pass
     message = result.get("message")
     return GateRow(
         name=str(gate.get("name") or ""),

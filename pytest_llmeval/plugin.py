@@ -189,9 +189,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     preflight.check(session, _is_eval_item)  # runner, judge, embedder, gates: exit 4 at once
     state = session.config.stash[state_key]
     state.runahead.plan(session.items, _is_eval_item)
-    if any(isinstance(item, EvalItem) for item in session.items):
-        if not session.config.option.collectonly:
-            state.claim_run_dir()
+    collecting_only = session.config.option.collectonly
+    if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
+        state.claim_run_dir()
 
 
 # -- fixtures ------------------------------------------------------------------------------

@@ -190,26 +190,6 @@ class EvalFile(pytest.File):
         return suite, source
 
 
-def file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
-    """The suite and the data file (display path) of the eval file or manifest at ``path``,
-    read as :class:`EvalFile` reads it; ``"unknown"`` and ``path`` when it cannot be read.
-
-    For the controller under xdist, which collects nothing but must still name the suite of
-    a case a crashed worker was running."""
-    rootdir = state.settings.rootdir
-    display = display_path(path, rootdir)
-    try:
-        if path.name.endswith(".llmeval.yaml"):
-            manifest = read_manifest(path, display)
-            return manifest.suite, display_path(manifest.data_path(), rootdir)
-        with path.open("rb") as handle:
-            head = handle.read(HEAD_BYTES)
-    except (OSError, CaseFileError):
-        return "unknown", display
-    suite = state.suites.claim(path, head) if head.strip() else None
-    return (suite.name if suite is not None else "unknown"), display
-
-
 @functools.cache
 def _mark(name: str) -> pytest.MarkDecorator:
     """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look

@@ -59,8 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
-    if (state.settings.run_dir or state.settings.resume) and not config.option.collectonly:
-        state.claim_run_dir()  # a named run dir is this session's, or a usage error
+    named = state.settings.run_dir or state.settings.resume
+    if named and state.run_dir.exists() and not config.option.collectonly:
+        state.claim_run_dir()  # an existing run dir is this session's, or a usage error
     config.stash[deselections_key] = Deselections(state)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
     if not hasattr(config, "workerinput"):

@@ -273,7 +273,10 @@ def test_the_timeout_covers_all_of_a_cases_repeats(pytester: pytest.Pytester) ->
     rows = _rows(pytester.path / "run")
     assert rows["quick"]["outcome"] == "passed"
     assert rows["hangs"]["outcome"] == "error"
-    assert rows["hangs"]["error"] == "timed out after 1s (the timeout covers all 1000 repeats)"
+    assert rows["hangs"]["error"] == (
+        "1000 of 1000 repeats errored; repeat 1: timed out after 1s "
+        "(the timeout covers all 1000 repeats)"
+    )
     events = read_jsonl(pytester.path / "run" / "events.jsonl")
     errors = [e for e in events if e.get("sample_id") == "hangs" and e.get("type") == "error"]
     assert len(errors) == 1000

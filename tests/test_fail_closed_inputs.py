@@ -403,18 +403,19 @@ def test_a_bad_cassette_is_that_cases_error_saying_what_is_wrong(
     assert _gates(pytester) == {"golden.pass_rate>=0.5": "passed"}
 
 
-def test_a_broken_runner_json_errors_every_case(pytester: pytest.Pytester) -> None:
-    """A cassette folder's runner.json that does not parse: every case is an error naming the
-    file and line, never a pass, and the reports are written."""
+def test_a_broken_runner_json_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """A cassette folder's runner.json that does not parse: the replay runner cannot be built,
+    so the run stops before any case with one line naming the file and line (never a pass)."""
     (pytester.path / "qa.golden.json").write_text(json.dumps([_row("a")]), encoding="utf-8")
     folder = pytester.path / "cassettes" / "echo-000000000000"
     folder.mkdir(parents=True)
     (folder / "runner.json").write_text('{"type": "echo",\n "x": NaN}\n', encoding="utf-8")
     result = _run(pytester, "--llmeval-runner", "replay", "--llmeval-cassettes", "cassettes")
-    assert result.ret == 1
-    [row] = _results(pytester)
-    assert row["outcome"] == "error"
-    assert "runner.json:2: invalid JSON: NaN is not a JSON number" in row["error"]
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --llmeval-runner: cassettes: *runner.json:2: invalid JSON: NaN is not a JSON*"]
+    )
+    assert not list(pytester.path.glob(".llmeval/runs/*/results.jsonl"))  # nothing ran
 
 
 @pytest.mark.parametrize("where", ["file", "run-dir"])

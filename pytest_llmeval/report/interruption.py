@@ -11,7 +11,7 @@ report's ``deselected``, so every gate that held is ``partial`` (``report.gates`
 
 Under xdist the controller collects nothing: the cases come from the workers' collections
 (``pytest_xdist_node_collection_finished``), and a case's suite is read from its file
-(:func:`pytest_llmeval.collect.file_suite`) when no result of that file says it.
+(:func:`_file_suite`) when no result of that file says it.
 
 :func:`crashed_result` is the error result of a case whose worker died under it (SIGKILL, the
 OOM killer, a crash in native code): xdist reports such a case with a bare test report, and
@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 
-from pytest_llmeval.collect import EvalItem, file_suite
+from pytest_llmeval.collect import HEAD_BYTES, EvalItem, display_path
+from pytest_llmeval.errors import CaseFileError
+from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.pricing import is_budget_skip
 from pytest_llmeval.rundir.models import Interrupted
@@ -107,7 +109,7 @@ class Interruption:
         """The suite and data file of the case ``nodeid``, from its file."""
         part = nodeid.split("::", 1)[0]
         if part not in self._suites:
-            self._suites[part] = file_suite(self.state.settings.rootdir / part, self.state)
+            self._suites[part] = _file_suite(self.state.settings.rootdir / part, self.state)
         return self._suites[part]
 
     def judge(
@@ -159,3 +161,23 @@ def merged_counts(*counts: Iterable[tuple[str, int]]) -> dict[str, int] | None:
         for suite, count in pairs:
             total[suite] = total.get(suite, 0) + count
     return dict(sorted(total.items())) if total else None
+
+
+def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
+    """The suite and the data file (display path) of the eval file or manifest at ``path``,
+    read as :class:`EvalFile` reads it; ``"unknown"`` and ``path`` when it cannot be read.
+
+    For the controller under xdist, which collects nothing but must still name the suite of
+    a case a crashed worker was running."""
+    rootdir = state.settings.rootdir
+    display = display_path(path, rootdir)
+    try:
+        if path.name.endswith(".llmeval.yaml"):
+            manifest = read_manifest(path, display)
+            return manifest.suite, display_path(manifest.data_path(), rootdir)
+        with path.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, CaseFileError):
+        return "unknown", display
+    suite = state.suites.claim(path, head) if head.strip() else None
+    return (suite.name if suite is not None else "unknown"), display

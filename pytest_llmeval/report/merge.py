@@ -38,7 +38,6 @@ work on it like on any run dir.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +53,8 @@ from pytest_llmeval.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
-from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
+from pytest_llmeval.rundir.claim import prepare_merge_dir
+from pytest_llmeval.rundir.files import tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report
 from pytest_llmeval.rundir.read import RunRecord, read_run
@@ -424,7 +424,10 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
     """Write the merged run dir: reports, a journal of the results, the manifest."""
     writer = merged.writer
     out_dir = writer.run_dir
-    _prepare_out_dir(out_dir, runs)
+    try:
+        prepare_merge_dir(out_dir, [run.path for run in runs])
+    except RunDirError as exc:
+        raise MergeError([str(exc)]) from None
     tag_run_dir(out_dir)
     journal = Journal(out_dir, 1, "merge")
     try:
@@ -468,30 +471,6 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         Fault("leak", f"leak check: a configured secret's value is in {p}") for p in leaks
     ]
     return written
-
-
-def _prepare_out_dir(out_dir: Path, runs: Sequence[RunRecord]) -> None:
-    """``out_dir`` must be new, empty, or an earlier merge's output (which is replaced)."""
-    resolved = out_dir.resolve()
-    for run in runs:  # replacing out_dir must never delete an input
-        if run.path.resolve().is_relative_to(resolved):
-            raise MergeError(
-                [f"{out_dir}: is or holds {run.path}, one of the run dirs being merged"]
-            )
-    if not out_dir.exists():
-        return
-    if not out_dir.is_dir():
-        raise MergeError([f"{out_dir}: exists and is not a folder"])
-    if not any(out_dir.iterdir()):
-        return
-    try:
-        manifest = read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
-    except RunDirError:
-        manifest = None
-    if isinstance(manifest, dict) and "merged_from" in manifest:
-        shutil.rmtree(out_dir)
-        return
-    raise MergeError([f"{out_dir}: exists and is not empty (and not an earlier merge's output)"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,12 +16,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pytest_llmeval.errors import RunDirError
-from pytest_llmeval.rundir.files import is_run_dir, tag_run_dir
+from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.layout import RunLayout
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "check_resume_target",
     "check_run_dir_target",
     "folder_lock",
+    "prepare_merge_dir",
     "unwritable",
 ]
 
@@ -139,3 +141,27 @@ def folder_lock(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def prepare_merge_dir(out_dir: Path, inputs: Sequence[Path]) -> None:
+    """Make ``out_dir`` ready for a merge of the run dirs ``inputs``: it must be new, empty, or
+    an earlier merge's output (which is then removed). A folder that is or holds an input, a
+    file, or a folder of anything else raises :class:`RunDirError` before anything is removed."""
+    resolved = out_dir.resolve()
+    for path in inputs:  # replacing out_dir must never delete an input
+        if path.resolve().is_relative_to(resolved):
+            raise RunDirError(f"{out_dir}: is or holds {path}, one of the run dirs being merged")
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise RunDirError(f"{out_dir}: exists and is not a folder")
+    if not any(out_dir.iterdir()):
+        return
+    try:
+        manifest = read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
+    except RunDirError:
+        manifest = None
+    if isinstance(manifest, dict) and "merged_from" in manifest:
+        shutil.rmtree(out_dir)
+        return
+    raise RunDirError(f"{out_dir}: exists and is not empty (and not an earlier merge's output)")

@@ -36,6 +36,8 @@ class Bound:
 
     def holds(self, value: object) -> bool:
         """Whether ``value`` is a whole number (not a bool, not a float) within the range."""
+        if type(value) is int:  # the common case, checked first
+            return self.low <= value <= self.high
         return (
             isinstance(value, int)
             and not isinstance(value, bool)

@@ -252,6 +252,12 @@ class EvalItem(pytest.Function):
         **kwargs: Any,
     ):
         super().__init__(callobj=_run_case, **kwargs)
+        parent = self.parent
+        assert isinstance(parent, EvalFile)
+        self.eval_file = parent
+        """The data file this case came from (looked up for every phase: kept, not derived)."""
+        self.state: LLMEvalState = parent.state
+        """The session's plugin state, the file's."""
         if case is not None and problem is None:  # a suite's ready-built case (GAIA)
             try:
                 check_counts(case)
@@ -310,16 +316,6 @@ class EvalItem(pytest.Function):
         return self.problem is None and (self._case is not None or self._pending is not None)
 
     @property
-    def eval_file(self) -> EvalFile:
-        parent = self.parent
-        assert isinstance(parent, EvalFile)
-        return parent
-
-    @property
-    def state(self) -> LLMEvalState:
-        return self.eval_file.state
-
-    @property
     def suite_name(self) -> str:
         return self.eval_file.suite_name
 
@@ -372,10 +368,12 @@ class EvalItem(pytest.Function):
         assert suite is not None
         case, context = self.case, self.state.context
 
+        source = f"the {suite.name} suite"
+
         def judged(transcript: Transcript) -> CaseScore:
             """The suite's score of one run, its scores finite (else a ``score`` error)."""
             one = suite.score(case, transcript, context)
-            problem = non_finite_scores(one.scores, f"the {suite.name} suite")
+            problem = non_finite_scores(one.scores, source)
             if problem is not None:
                 raise RunnerError(problem, kind="score")
             return one

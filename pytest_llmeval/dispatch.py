@@ -236,7 +236,8 @@ class Dispatcher:
         assert self._semaphore is not None
         async with self._semaphore:
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
-                transcript = Transcript()  # what ran before a fault still cost its tokens
+                # what ran before a fault still cost its tokens (nothing ran yet: None)
+                transcript: Transcript | None = None
                 try:
                     left = clock.left()
                     transcript = await within(run_agent(agent, case, broker), left)

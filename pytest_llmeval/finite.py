@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from math import isfinite
 from typing import Any
 
 __all__ = ["first_non_finite", "non_finite_scores"]
+
+_NUMBER = (int, float)
 
 
 def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
@@ -36,7 +39,10 @@ def first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
 def non_finite_scores(scores: Mapping[str, float], source: str) -> str | None:
     """Why ``scores`` (a case's named scores, as ``source`` gave them) cannot be judged, or
     ``None`` when every score is a finite number."""
-    if all(isinstance(value, (int, float)) and math.isfinite(value) for value in scores.values()):
+    for value in scores.values():  # a loop, not all(...): this runs for every case
+        if not (isinstance(value, _NUMBER) and isfinite(value)):
+            break
+    else:
         return None
     bad = [f"{name} = {value!r}" for name, value in sorted(scores.items())
            if not (isinstance(value, (int, float)) and math.isfinite(value))]  # fmt: skip

@@ -253,12 +253,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if isinstance(item, EvalItem) and item.state.refusal is not None:
-        report.llmeval_refusal = item.state.refusal
-    elif isinstance(item, EvalItem):  # a refused resume journals nothing
-        item.state.results.attach(item, call, report)
+    if not isinstance(item, EvalItem):
+        return report
+    state = item.state
+    if state.refusal is not None:
+        report.llmeval_refusal = state.refusal
+    else:  # a refused resume journals nothing
+        state.results.attach(item, call, report)
         case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
-        stopped = item.state.journal_stopped()
+        stopped = state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail
             report.llmeval_unjournaled = stopped
             item.session.shouldstop = item.session.shouldstop or stopped

@@ -153,6 +153,8 @@ class Spend:
         (``details.embedding.usage``) at the embedding model."""
         self.add(data.get("usage"), runner)
         details = data.get("details")
+        if type(details) is dict and "judge" not in details and "embedding" not in details:
+            return  # the common case: no judge, no embeddings
         judged = service_usage(details, "judge")
         if judged is not None:
             self.add(judged, {"model": self.judge_model or self.default_model})

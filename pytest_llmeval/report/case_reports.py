@@ -43,7 +43,7 @@ def adjust(
             report.duration = 0.0  # waiting for the transcript is not this case's time
         elif report.when == "call":
             report.duration = transcript.duration_ms / 1000
-    if item.state.settings.exit_on == "gates" and is_scored_miss(report, excinfo):
+    if is_scored_miss(report, excinfo) and item.state.settings.exit_on == "gates":
         message = _first_line(report)
         report.outcome = "skipped"
         why = "--llmeval-exit-on gates: the gates decide"
@@ -77,15 +77,16 @@ status again when it writes its short summary."""
 
 
 def _mark_scored_error(report: pytest.TestReport) -> None:
+    if report.when != "call" or report.outcome != "failed":
+        return  # only a failed call can have errored while it was scored
     data = getattr(report, "llmeval", None)
-    scored_error = isinstance(data, dict) and data.get("outcome") == "error"
-    if report.when == "call" and report.failed and scored_error:
+    if isinstance(data, dict) and data.get("outcome") == "error":
         setattr(report, SCORED_ERROR_ATTR, True)
 
 
 def teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
     """``("error", "E", "ERROR")`` for the call report of a case that errored while it was
     scored; ``None`` (pytest's own status) for every other report."""
-    if report.failed and getattr(report, SCORED_ERROR_ATTR, False):
+    if report.outcome == "failed" and getattr(report, SCORED_ERROR_ATTR, False):
         return "error", "E", "ERROR"
-    return None
+    return None  # the common case, checked first: a report that did not fail

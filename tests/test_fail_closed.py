@@ -53,6 +53,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_killed_worker_case_is_an_error_and_resume_runs_it",
         "test_workers_given_up_on_leave_an_incomplete_run",
     ]),
+    "an agent raising SystemExit or KeyboardInterrupt errs its case, never hangs": ("interrupt", [
+        "test_an_agent_raising_systemexit_or_keyboardinterrupt_is_its_cases_error",
+    ]),
     "scores are finite": ("scores", [
         "test_a_judge_verdict_that_is_not_finite_is_the_cases_error",
         "test_a_nan_verdict_over_the_wire_is_repaired_once_then_an_error",

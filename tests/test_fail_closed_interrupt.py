@@ -416,3 +416,82 @@ def test_a_cut_short_run_does_not_update_the_baseline(pytester: pytest.Pytester)
     assert (pytester.path / "baseline.json").read_text() == kept
     result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: the run was cut*"])
     _all_written(pytester.path / "run")
+
+
+# -- an agent that raises SystemExit or KeyboardInterrupt ------------------------------------
+
+RAISING_AGENT = """
+import asyncio
+import pytest
+
+
+async def _exits():
+    raise SystemExit(3)
+
+
+class Agent:
+    def run(self, case, broker):  # sync: in a thread
+        if case.case_id == "sync-exit":
+            raise SystemExit("bye")
+        if case.case_id == "sync-interrupt":
+            raise KeyboardInterrupt
+        return case.case_id
+
+
+class AsyncAgent:
+    async def run(self, case, broker):  # on the dispatcher's loop
+        if case.case_id == "async-exit":
+            raise SystemExit(2)
+        if case.case_id == "async-interrupt":
+            raise KeyboardInterrupt("from the agent")
+        if case.case_id == "task-exit":  # in a task of the agent's own
+            await asyncio.ensure_future(_exits())
+        return case.case_id
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return AGENT()
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "raising"),
+    [
+        ("Agent", {"sync-exit": "SystemExit('bye')", "sync-interrupt": "KeyboardInterrupt()"}),
+        (
+            "AsyncAgent",
+            {
+                "async-exit": "SystemExit(2)",
+                "async-interrupt": "KeyboardInterrupt('from the agent')",
+                "task-exit": "SystemExit(3)",
+            },
+        ),
+    ],
+    ids=["sync", "async"],
+)
+def test_an_agent_raising_systemexit_or_keyboardinterrupt_is_its_cases_error(
+    pytester: pytest.Pytester, agent: str, raising: dict[str, str]
+) -> None:
+    """Neither may escape into the dispatcher's event loop: that stopped the loop and the
+    session waited for the case forever. Each is the case's agent error, and the rest run."""
+    pytester.makeconftest(RAISING_AGENT.replace("AGENT", agent))
+    ids = [*raising, "fine-1", "fine-2"]
+    rows = [{"id": i, "input": i, "expected_output": i} for i in ids]
+    write_json(pytester, "qa.golden.json", rows)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--llmeval-concurrency", "2",
+        "--llmeval-timeout", "30", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.pass_rate>=0.1", timeout=120,
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    _all_written(run)
+    rows = {r["case_id"]: r for r in read_jsonl(run / "results.jsonl")}
+    assert {i: r["outcome"] for i, r in rows.items()} == {
+        **dict.fromkeys(raising, "error"), "fine-1": "passed", "fine-2": "passed",
+    }  # fmt: skip
+    for case_id, raised in raising.items():
+        assert rows[case_id]["error"] == f"the agent raised {raised}"
+    assert _gates(run) == {"golden.pass_rate>=0.1": "passed"}
+    assert _interrupted(run) == (None, None)

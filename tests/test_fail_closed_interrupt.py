@@ -495,3 +495,66 @@ def test_an_agent_raising_systemexit_or_keyboardinterrupt_is_its_cases_error(
         assert rows[case_id]["error"] == f"the agent raised {raised}"
     assert _gates(run) == {"golden.pass_rate>=0.1": "passed"}
     assert _interrupted(run) == (None, None)
+
+
+# -- a signal while the reports are written ---------------------------------------------------
+
+WRITING = """
+import os, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):  # the reports are being written: signalled here
+    Path("started").write_text(str(os.getpid()))
+    while not Path("go").exists():
+        time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_reports_are_written_waits_for_them(
+    pytester: pytest.Pytester, sig: signal.Signals
+) -> None:
+    """A CI cancel or a second Ctrl-C once the test loop has ended no longer tears the reports
+    apart (a traceback, no summary): it is held until they are written; the run exits 2."""
+    pytester.makeconftest(WRITING)
+    write_json(
+        pytester, "qa.golden.json", [{"id": i, "input": i, "expected_output": i} for i in IDS[:3]]
+    )
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
+        "--llmeval-gate", "golden.pass_rate>=1",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    marker = pytester.path / "started"
+    deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()[0]
+    proc.send_signal(sig)
+    (pytester.path / "go").write_text("")
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(proc.communicate()[0]) from None
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    out_lines = out.splitlines()
+    assert (
+        f"llmeval: {sig.name} arrived while the reports were written: they were finished "
+        "first; the run is not green" in out_lines
+    ), out
+    run = pytester.path / "run"
+    _all_written(run)
+    assert sorted(_outcomes(run)) == IDS[:3]
+    assert _gates(run) == {"golden.pass_rate>=1": "passed"}  # every case ran and passed
+    assert _junit_gates(pytester.path / "junit.xml") == {"golden.pass_rate>=1": "passed"}
+    assert "3 passed" in out

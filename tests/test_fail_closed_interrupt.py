@@ -558,3 +558,58 @@ def test_a_signal_while_the_reports_are_written_waits_for_them(
     assert _gates(run) == {"golden.pass_rate>=1": "passed"}  # every case ran and passed
     assert _junit_gates(pytester.path / "junit.xml") == {"golden.pass_rate>=1": "passed"}
     assert "3 passed" in out
+
+
+# -- why a run was cut short, and how many cases it had ---------------------------------------
+
+
+def test_maxfail_under_xdist_is_maxfail_and_exits_1(pytester: pytest.Pytester) -> None:
+    """xdist's controller stops with its own ``Interrupted``: it was recorded as a Ctrl-C and
+    exited 2; it is ``maxfail`` and exits 1, as without ``-n``."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    result = pytester.runpytest(
+        *BASE, "-n", "2", "-x", "--llmeval-run-dir", "run", "--llmeval-gate", FAILS
+    )
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _all_written(run)
+    ran = _outcomes(run)
+    assert "failed" in ran.values() and len(ran) < 30
+    assert _gates(run) == {FAILS: "failed"}
+    interrupted, in_manifest = _interrupted(run)
+    assert interrupted == in_manifest == {"reason": "maxfail", "cases_run": len(ran),
+                                          "cases_total": 30}  # fmt: skip
+    result.stdout.fnmatch_lines([f"*interrupted (maxfail): {len(ran)} of 30 cases ran*"])
+
+
+@pytest.mark.parametrize(
+    "select",
+    [("-k", "not c00 and not c01"), ("--sw",)],
+    ids=["-k", "stepwise"],
+)
+def test_cases_total_and_the_cases_left_out_add_up(
+    pytester: pytest.Pytester, select: tuple[str, ...]
+) -> None:
+    """A cut-short run that also deselected cases (``-k``, ``--sw`` skipping those that passed
+    before): ``cases_total`` is every case, so the cases that ran and the cases left out
+    (``deselected``, the gate's count) add up to it."""
+    _project(pytester)
+    args = ("-p", "no:randomly", "--llmeval-runner", "faulty", "--llmeval-concurrency", "1")
+    if select == ("--sw",):  # the first run stops at c03; the second skips c00..c02
+        pytester.runpytest(*args, "--sw", "--llmeval-run-dir", "first")
+    result = pytester.runpytest(
+        *args, *select, "-x", "--llmeval-run-dir", "run", "--llmeval-gate", "golden.skipped==0"
+    )
+    run = pytester.path / "run"
+    assert result.ret != pytest.ExitCode.OK
+    ran = _outcomes(run)
+    report = _report(run)
+    assert report["interrupted"]["cases_total"] == 30
+    assert report["interrupted"]["cases_run"] == len(ran)
+    assert len(ran) + report["deselected"]["golden"] == 30
+    assert ran == ({"c02": "passed", "c03": "failed"} if "-k" in select else {"c03": "failed"})
+    assert _gates(run) == {"golden.skipped==0": "partial"}  # holds on any subset
+    left_out = 30 - len(ran)
+    gate = f"gate golden.skipped==0: partial (*{len(ran)} of 30 cases; {left_out} case(s) left out)"
+    result.stdout.fnmatch_lines([gate, f"llmeval: interrupted (*): {len(ran)} of 30 cases ran*"])

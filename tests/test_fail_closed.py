@@ -150,6 +150,11 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_broken_runner_json_is_a_usage_error",
         "test_a_broken_baseline_is_refused_and_the_run_is_red",
     ]),
+    "deep JSON in an option, an argument or the journal is one line": ("inputs", [
+        "test_deep_json_in_an_option_is_one_usage_error",
+        "test_deep_json_in_another_argument_is_only_text",
+        "test_a_deep_journal_line_is_one_line_naming_it",
+    ]),
     "an empty golden array and a JSON syntax error": ("inputs", [
         "test_a_golden_file_holding_an_empty_array_is_an_empty_suite",
         "test_a_file_with_a_json_syntax_error_says_where",

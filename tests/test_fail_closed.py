@@ -136,6 +136,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_budget_counts_the_embedding_calls",
         "test_a_budget_counts_what_an_errored_case_spent",
         "test_the_ledger_sums_every_workers_spend_and_fails_to_a_share",
+        "test_a_token_count_that_is_no_count_is_the_cases_protocol_error",
+        "test_a_runner_or_embedder_giving_a_negative_count_errs_its_case",
     ]),
     "a secret anywhere in the base URL is masked; dummies are not secrets": ("inputs", [
         "test_a_key_in_the_base_url_path_is_masked_in_every_artifact",

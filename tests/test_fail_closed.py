@@ -77,6 +77,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_judge_backend_that_is_down_is_audited",
         "test_a_judge_backend_that_refuses_is_audited",
         "test_a_judge_that_times_out_is_audited",
+        "test_a_judge_reply_nested_too_deeply_is_an_audited_judge_error",
     ]),
     "a rubric without a threshold warns once": ("verdict", [
         "test_a_rubric_without_a_threshold_warns_once_naming_the_cases",

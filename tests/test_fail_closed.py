@@ -51,6 +51,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_signal_while_the_reports_are_written_waits_for_them",
         "test_maxfail_under_xdist_is_maxfail_and_exits_1",
         "test_cases_total_and_the_cases_left_out_add_up",
+        "test_a_full_disk_is_recorded_as_the_journal_stopping",
     ]),
     "a crashed xdist worker loses no case": ("interrupt", [
         "test_a_killed_worker_case_is_an_error_and_resume_runs_it",

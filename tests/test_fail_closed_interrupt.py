@@ -613,3 +613,29 @@ def test_cases_total_and_the_cases_left_out_add_up(
     left_out = 30 - len(ran)
     gate = f"gate golden.skipped==0: partial (*{len(ran)} of 30 cases; {left_out} case(s) left out)"
     result.stdout.fnmatch_lines([gate, f"llmeval: interrupted (*): {len(ran)} of 30 cases ran*"])
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_full_disk_is_recorded_as_the_journal_stopping(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """The journal stopped on a full disk: ``interrupted`` says ``journal`` (it said
+    ``stopped``, and ``keyboard_interrupt`` under xdist), and the run exits 1."""
+    if xdist:
+        pytest.importorskip("xdist")
+    from test_fail_closed_state import _mounted
+
+    long = "w" * 6000  # each journal line is about 20 KB: the disk fills after a few cases
+    rows = [{"id": f"c{i:02d}", "input": f"{long}{i}", "expected_output": f"{long}{i}"}
+            for i in range(40)]  # fmt: skip
+    write_json(pytester, "qa.golden.json", rows)
+    target = pytester.path / "small"
+    with _mounted(target, "size=160k"):
+        full = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--llmeval-runner", "echo",
+            "--llmeval-run-dir", str(target / "run"), *xdist,
+        )  # fmt: skip
+        assert full.ret == pytest.ExitCode.TESTS_FAILED
+        full.stdout.fnmatch_lines(["*could not write the journal *: No space left on device; *"])
+    # the reports may not fit the full disk: the terminal says why the run stopped
+    full.stdout.fnmatch_lines(["llmeval: interrupted (journal): * of 40 cases ran*"])

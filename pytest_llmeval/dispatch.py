@@ -83,7 +83,12 @@ class Dispatcher:
                 asyncio.set_event_loop(loop)
                 self._semaphore = asyncio.Semaphore(self.concurrency)
                 ready.set()
-                loop.run_forever()
+                while True:  # a SystemExit or KeyboardInterrupt an agent's own task raised
+                    try:  # leaves run_forever(): the loop keeps serving, the case errs
+                        loop.run_forever()
+                        return
+                    except (SystemExit, KeyboardInterrupt):
+                        continue
 
             self._thread = threading.Thread(target=main, name="llmeval-dispatch", daemon=True)
             self._thread.start()
@@ -253,6 +258,9 @@ class Dispatcher:
                     transcript = _fault(str(exc), exc.kind, transcript, getattr(exc, "usage", None))
                 except Exception as exc:
                     transcript = _fault(f"{type(exc).__name__}: {exc}", "agent", transcript)
+                except (SystemExit, KeyboardInterrupt) as exc:  # would stop the loop: a hang
+                    message = f"the agent raised {type(exc).__name__}({_args(exc)})"
+                    transcript = _fault(message, "agent", transcript)
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
                 return transcript.model_copy(update={"events": transcript.events + run.events})
@@ -377,6 +385,10 @@ def _settle(
         future.set_exception(exc)
     else:
         future.set_result(task.result())
+
+
+def _args(exc: BaseException) -> str:
+    return ", ".join(repr(arg) for arg in exc.args)
 
 
 def _fault(

@@ -150,7 +150,7 @@ class EndpointEmbedder:
                 f"embeddings: {url}: the vectors hold {found[1]!r} (vector/index {found[0]}), "
                 "not a finite number"
             )
-        return vectors, _usage(response)
+        return vectors, _usage(response, url)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -158,14 +158,25 @@ class EndpointEmbedder:
             self._client = None
 
 
-def _usage(response: httpx.Response) -> Usage:
-    """The ``usage`` of an embeddings answer (prompt tokens only), or none when absent."""
+def _usage(response: httpx.Response, url: str) -> Usage:
+    """The ``usage`` of an embeddings answer (prompt tokens only), or none when absent; a
+    count that is there but is no whole number of tokens, 0 or more, is the answer's error
+    (a negative one would lower what a budget counts)."""
     try:
         usage = response.json().get("usage") or {}
-        prompt = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+        found = {name: usage.get(name) for name in ("prompt_tokens", "total_tokens")}
     except (ValueError, TypeError, AttributeError):
         return Usage()
-    return Usage(prompt_tokens=max(0, prompt), total_tokens=max(0, prompt))
+    for name, value in found.items():
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if value is not None and (isinstance(value, bool) or not whole or value < 0):
+            raise RunnerError(
+                f"embeddings: {url}: field 'usage.{name}': expected a whole number of tokens, "
+                f"0 or more, got {value!r}",
+                kind="protocol",
+            )
+    prompt = int(found["prompt_tokens"] or found["total_tokens"] or 0)
+    return Usage(prompt_tokens=prompt, total_tokens=prompt)
 
 
 class CachedEmbedder:

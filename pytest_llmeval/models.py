@@ -81,12 +81,20 @@ class Message(_Model):
     """For ``role="tool"``: the tool's name."""
 
 
+Tokens = Annotated[int, Field(ge=0, strict=True)]
+"""A count of tokens: a whole number, 0 or more. A negative one would lower what budgets
+count, so it is refused where it is made (the runner's or the agent's error)."""
+
+
 class Usage(_Model):
     """Token counts reported by a model."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    prompt_tokens: Tokens = 0
+    """Tokens of the request."""
+    completion_tokens: Tokens = 0
+    """Tokens of the answer."""
+    total_tokens: Tokens = 0
+    """Both, as the backend says (or their sum)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -8,7 +8,6 @@ in :mod:`pytest_llmeval.settings`, which does not import pytest; here every bad 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
 from pytest_llmeval.pricing import load_prices
 from pytest_llmeval.providers import parse_providers
 from pytest_llmeval.repeats import parse_rule
+from pytest_llmeval.safe_read import SupportFileError, parse_json
 from pytest_llmeval.settings import (
     DEFAULT_FILE_GLOBS,
     NEGATABLE,
@@ -143,12 +143,13 @@ def _spending(values: dict[str, Any]) -> None:
 def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if text is None:
         return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}: {exc}") from None
+    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text):,} characters)"
+    try:  # the safe reader: a value nested without bound is refused, never a RecursionError
+        value = parse_json(text, flag)
+    except SupportFileError as exc:
+        raise pytest.UsageError(f"{flag} takes a JSON object, got {shown}: {exc.message}") from None
     if not isinstance(value, dict):
-        raise pytest.UsageError(f"{flag} takes a JSON object, got {text!r}")
+        raise pytest.UsageError(f"{flag} takes a JSON object, got {shown}")
     return value
 
 

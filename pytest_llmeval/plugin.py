@@ -28,6 +28,7 @@ from pytest_llmeval.suites.builtin import register_builtin_suites, register_entr
 from pytest_llmeval.termination import SigtermHandler
 
 sigterm_key = pytest.StashKey[SigtermHandler]()
+session_key = pytest.StashKey[pytest.Session]()
 
 # -- options -------------------------------------------------------------------------------
 
@@ -109,8 +110,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.journal.close()
         state.release_run_dir()
     handler = config.stash.get(sigterm_key, None)
-    if handler is not None:
-        handler.restore()
+    if handler is not None and handler.restore() is not None:
+        _held_signal(config, handler.deferred)
     report = config.stash.get(session_report_key, None)
     if report is not None:
         config.pluginmanager.unregister(report)
@@ -119,6 +120,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
+
+
+def _held_signal(config: pytest.Config, name: str | None) -> None:
+    """A signal held back while the reports were written: they are whole, the run is not
+    green."""
+    session = config.stash.get(session_key, None)
+    if session is not None and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"llmeval: {name} arrived while the reports were written: they were finished "
+            "first; the run is not green",
+            yellow=True,
+        )
 
 
 class XdistHooks:
@@ -239,6 +255,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     line = state.limits.summary() if state is not None else None
     if line is not None:
         terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written."""
+    try:
+        return (yield)
+    finally:
+        session.config.stash[session_key] = session
+        session.config.stash[sigterm_key].defer()
 
 
 @pytest.hookimpl(wrapper=True)

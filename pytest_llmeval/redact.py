@@ -311,12 +311,12 @@ class Redactor:
         """``arg`` (or its part after ``=``) redacted as JSON when it holds a JSON object."""
         head, eq, tail = arg.partition("=") if arg.startswith("-") else ("", "", arg)
         if tail.lstrip().startswith("{"):
-            try:
+            try:  # nested too deeply for json or for value(): redacted as text
                 parsed = json.loads(tail)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict):
-                return head + eq + self.text(json.dumps(self.value(parsed)))
+                if isinstance(parsed, dict):
+                    return head + eq + self.text(json.dumps(self.value(parsed)))
+            except (ValueError, RecursionError):
+                pass
         return self.text(arg)
 
     def value(self, value: Any) -> Any:

@@ -37,6 +37,7 @@ __all__ = [
     "MAX_DEPTH",
     "SupportDocument",
     "SupportFileError",
+    "first_json_value",
     "iter_json_values",
     "parse_json",
     "read_bytes",
@@ -160,6 +161,13 @@ def parse_json(data: bytes | str, display: str, *, first_line: int = 1) -> Any:
             f"more than one JSON value: extra data at column {column}",
         )
     return value
+
+
+def first_json_value(text: str, start: int = 0, display: str = "argument") -> Any:
+    """The JSON value that begins at ``start`` of ``text``, whatever follows it (a command
+    line holding ``{...}`` among other words), within the depth cap; :class:`SupportFileError`
+    otherwise."""
+    return _decode_one(text, start, display, 1)[0]
 
 
 def iter_json_values(

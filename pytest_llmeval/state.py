@@ -10,7 +10,6 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -41,6 +40,7 @@ from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_r
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
+from pytest_llmeval.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.services import Services
 from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
@@ -403,13 +403,14 @@ def session_secrets(
 
 def _json_object(text: str) -> Any:
     """The first JSON object in an argument or variable (``--llmeval-extra-body={...}``,
-    ``{...}``, ``--llmeval-extra-body '{...}' -q``), or ``None``."""
+    ``{...}``, ``--llmeval-extra-body '{...}' -q``), or ``None`` (none there, or nested
+    too deeply: not the JSON of an option the plugin reads)."""
     start = text.find("{")
     if start < 0:
         return None
-    try:
-        return json.JSONDecoder().raw_decode(text[start:])[0]
-    except ValueError:
+    try:  # within the safe reader's depth cap: deep nesting is no RecursionError
+        return first_json_value(text, start)
+    except SupportFileError:
         return None
 
 

@@ -8,6 +8,11 @@ the rest. It is installed in every process that runs a session (under xdist the 
 and each worker, so a signal to the whole process group stops the workers as Ctrl-C would)
 and the previous handler is put back at the end, or at the first SIGTERM, so a second one
 does what it would have done without this plugin.
+
+Once the test loop has ended, the reports are being written: a SIGTERM or a Ctrl-C then would
+only tear them apart (a traceback, no ``report.json``). From :meth:`SigtermHandler.defer` on,
+both are noted and held until :meth:`SigtermHandler.restore`; the session then exits non-zero
+(:meth:`SigtermHandler.deferred` says which signal came).
 """
 
 from __future__ import annotations
@@ -25,26 +30,43 @@ class Terminated(KeyboardInterrupt):
 
 
 class SigtermHandler:
-    """SIGTERM as :class:`Terminated` in this process, from :meth:`install` to :meth:`restore`."""
+    """SIGTERM as :class:`Terminated` in this process, from :meth:`install` to :meth:`restore`;
+    SIGTERM and SIGINT held back from :meth:`defer` to :meth:`restore`."""
 
     def __init__(self) -> None:
-        self._previous: Any = None
-        self._installed = False
+        self._previous: dict[int, Any] = {}
+        self._deferring = False
+        self.deferred: str | None = None
+        """The signal that arrived while the reports were written (``SIGTERM``, ``SIGINT``)."""
 
     def install(self) -> None:
         """Take over SIGTERM; a no-op outside the main thread (signals are handled there)."""
+        self._take(signal.SIGTERM)
+
+    def defer(self) -> None:
+        """From now on (the reports are being written) hold SIGTERM and SIGINT back."""
+        self._deferring = True
+        self._take(signal.SIGTERM)
+        self._take(signal.SIGINT)
+
+    def restore(self) -> str | None:
+        """Put the handlers found back; the signal held back meanwhile, if any."""
+        self._deferring = False
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
+        return self.deferred
+
+    def _take(self, signum: int) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        previous = signal.signal(signal.SIGTERM, self._handle)
-        self._previous = signal.SIG_DFL if previous is None else previous  # None: not Python's
-        self._installed = True
-
-    def restore(self) -> None:
-        """Put the handler found at :meth:`install` back."""
-        if self._installed:
-            self._installed = False
-            signal.signal(signal.SIGTERM, self._previous)
+        previous = signal.signal(signum, self._handle)
+        if signum not in self._previous:  # None: not Python's
+            self._previous[signum] = signal.SIG_DFL if previous is None else previous
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._deferring:
+            self.deferred = self.deferred or signal.Signals(signum).name
+            return
         self.restore()
         raise Terminated("SIGTERM")

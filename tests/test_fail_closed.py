@@ -48,10 +48,17 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_budget_stop_is_interrupted",
         "test_a_merge_of_a_cut_short_shard_is_cut_short",
         "test_a_cut_short_run_does_not_update_the_baseline",
+        "test_a_signal_while_the_reports_are_written_waits_for_them",
+        "test_maxfail_under_xdist_is_maxfail_and_exits_1",
+        "test_cases_total_and_the_cases_left_out_add_up",
+        "test_a_full_disk_is_recorded_as_the_journal_stopping",
     ]),
     "a crashed xdist worker loses no case": ("interrupt", [
         "test_a_killed_worker_case_is_an_error_and_resume_runs_it",
         "test_workers_given_up_on_leave_an_incomplete_run",
+    ]),
+    "an agent raising SystemExit or KeyboardInterrupt errs its case, never hangs": ("interrupt", [
+        "test_an_agent_raising_systemexit_or_keyboardinterrupt_is_its_cases_error",
     ]),
     "scores are finite": ("scores", [
         "test_a_judge_verdict_that_is_not_finite_is_the_cases_error",
@@ -71,6 +78,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_judge_backend_that_is_down_is_audited",
         "test_a_judge_backend_that_refuses_is_audited",
         "test_a_judge_that_times_out_is_audited",
+        "test_a_judge_reply_nested_too_deeply_is_an_audited_judge_error",
     ]),
     "a rubric without a threshold warns once": ("verdict", [
         "test_a_rubric_without_a_threshold_warns_once_naming_the_cases",
@@ -130,6 +138,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_budget_counts_the_embedding_calls",
         "test_a_budget_counts_what_an_errored_case_spent",
         "test_the_ledger_sums_every_workers_spend_and_fails_to_a_share",
+        "test_a_token_count_that_is_no_count_is_the_cases_protocol_error",
+        "test_a_runner_or_embedder_giving_a_negative_count_errs_its_case",
     ]),
     "a secret anywhere in the base URL is masked; dummies are not secrets": ("inputs", [
         "test_a_key_in_the_base_url_path_is_masked_in_every_artifact",
@@ -143,6 +153,11 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_bad_cassette_is_that_cases_error_saying_what_is_wrong",
         "test_a_broken_runner_json_is_a_usage_error",
         "test_a_broken_baseline_is_refused_and_the_run_is_red",
+    ]),
+    "deep JSON in an option, an argument or the journal is one line": ("inputs", [
+        "test_deep_json_in_an_option_is_one_usage_error",
+        "test_deep_json_in_another_argument_is_only_text",
+        "test_a_deep_journal_line_is_one_line_naming_it",
     ]),
     "an empty golden array and a JSON syntax error": ("inputs", [
         "test_a_golden_file_holding_an_empty_array_is_an_empty_suite",

@@ -621,3 +621,109 @@ def test_a_bad_turn_limit_in_a_gaia_manifest_is_that_manifests_error(
         "g/metadata.jsonl: manifest option max_turns: expected a whole number from 1 to 500, "
         "got 100000"
     ]  # GAIA names its options this way (the option belongs to the split it reads)
+
+
+# -- a token count that would lower what a budget counts --------------------------------------
+
+USAGE_CONFTEST = """
+from pytest_llmeval.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Lying:
+    name = "lying"
+
+    def fingerprint(self):
+        return {"type": "lying"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if text == "w1":
+            return Completion(text=text, usage=Usage(prompt_tokens=-1000, total_tokens=-999))
+        return Completion(text=text, usage=Usage(prompt_tokens=3, completion_tokens=3))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("lying", lambda settings: Lying())
+"""
+
+
+@pytest.mark.parametrize(
+    "bad", [-1000, 2.5, "7", True, None], ids=["negative", "fraction", "string", "bool", "object"]
+)
+def test_a_token_count_that_is_no_count_is_the_cases_protocol_error(
+    pytester: pytest.Pytester, bad: object
+) -> None:
+    """A backend saying ``prompt_tokens: -1000`` lowered the session's count, so a budget
+    never stopped; a fraction, a string, a bool, or a ``usage`` that is no object, is no count
+    either. Each is that case's protocol error; the other cases are counted as before."""
+    from pytest_llmeval.testing.openai_server import ChatAnswer
+
+    def chat(body: dict[str, object]) -> ChatAnswer:
+        text = str(body["messages"][-1]["content"])  # type: ignore[index]
+        usage = {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
+        if text == "w1":
+            usage = {"prompt_tokens": bad, "total_tokens": 5} if bad is not None else 7  # type: ignore[assignment,dict-item]
+        return ChatAnswer(content=text, usage=usage)  # type: ignore[arg-type]
+
+    write_json(pytester, "qa.golden.json", _good(4))
+    with OpenAIServer(chat) as server:
+        result = pytester.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-model", "test-model",
+            "--llmeval-base-url", server.base_url, "--llmeval-concurrency", "1",
+            "--llmeval-max-tokens-total", "100", "--llmeval-run-dir", "run",
+            "--llmeval-gate", "golden.pass_rate>=0.5",
+        )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = _rows(pytester.path / "run")
+    assert {k: r["outcome"] for k, r in rows.items()} == {
+        "good-0": "passed", "good-1": "error", "good-2": "passed", "good-3": "passed",
+    }  # fmt: skip
+    field = "usage" if bad is None else "usage.prompt_tokens"
+    assert f"field '{field}': expected " in str(rows["good-1"]["error"])
+    assert str(rows["good-1"]["error"]).startswith("openai: POST ")
+    result.stdout.fnmatch_lines([f"*protocol error: openai: POST *: field '{field}': expected *"])
+    result.stdout.fnmatch_lines(["llmeval: 18 tokens (9 prompt, 9 completion)"])
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["gates"]["results"][0]["status"] == "passed"
+
+
+def test_a_runner_or_embedder_giving_a_negative_count_errs_its_case(
+    pytester: pytest.Pytester,
+) -> None:
+    """A runner of the user's building ``Usage(prompt_tokens=-1000)``, or an embeddings
+    endpoint saying so: that case's error, and the budget counts the others only."""
+    pytester.makeconftest(USAGE_CONFTEST)
+    write_json(pytester, "qa.golden.json", _good(2))
+
+    def embeddings(request: Request) -> Reply:
+        texts = request.json["input"]
+        data = [{"index": i, "embedding": [1.0, float(len(t))]} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": -50 if "w2" in texts else 2}
+        return Reply(json={"object": "list", "data": data, "usage": usage})
+
+    write_json(
+        pytester, "s.golden.json",
+        [{"id": "sim-2", "input": "w2", "expected_output": "w2",
+          "min_scores": {"semantic_similarity": 0.5}}],
+    )  # fmt: skip
+    with OpenAIServer() as server:
+        server.route("POST", "/v1/embeddings", embeddings)
+        result = pytester.runpytest(
+            "--llmeval-runner", "lying", "--llmeval-embedding-base-url", server.base_url,
+            "--llmeval-embedding-model", "emb", "--llmeval-concurrency", "1",
+            "--llmeval-max-tokens-total", "1000", "--llmeval-run-dir", "run",
+        )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = _rows(pytester.path / "run")
+    assert {k: r["outcome"] for k, r in rows.items()} == {
+        "good-0": "passed", "good-1": "error", "sim-2": "error",
+    }  # fmt: skip
+    assert "prompt_tokens" in str(rows["good-1"]["error"])
+    assert "field 'usage.prompt_tokens': expected a whole number of tokens" in str(
+        rows["sim-2"]["error"]
+    )
+    assert "llmeval: 12 tokens (6 prompt, 6 completion)" in result.stdout.str()

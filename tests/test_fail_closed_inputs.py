@@ -9,6 +9,8 @@ lost, that it is still there.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -338,6 +340,76 @@ def test_a_support_file_every_case_needs_is_a_usage_error_at_the_start(
     assert "Traceback" not in err + result.stdout.str()
     assert "INTERNALERROR" not in err + result.stdout.str()
     assert not (pytester.path / "run" / "results.jsonl").exists()  # no case ran
+
+
+DEEP_BODY = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
+"""An object nested past Python's recursion limit, as an option's value."""
+
+
+@pytest.mark.parametrize(
+    "where", ["cli", "env", "ini", "addopts"], ids=["cli", "env", "ini", "PYTEST_ADDOPTS"]
+)
+def test_deep_json_in_an_option_is_one_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """``--llmeval-extra-body`` however it is given (and the scan of every argument for keys
+    to mask): one line naming the option, exit 4, nothing run; never a RecursionError."""
+    (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
+    args: tuple[str, ...] = ()
+    if where == "cli":
+        args = (f"--llmeval-extra-body={DEEP_BODY}",)
+    elif where == "env":
+        monkeypatch.setenv("PYTEST_LLMEVAL_EXTRA_BODY", DEEP_BODY)
+    elif where == "ini":
+        pytester.makeini(f"[pytest]\nllmeval_extra_body = {DEEP_BODY}\n")
+    else:
+        monkeypatch.setenv("PYTEST_ADDOPTS", f"--llmeval-extra-body='{DEEP_BODY}'")
+    result = _run(pytester, *args)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    result.stderr.fnmatch_lines(
+        ["ERROR: --llmeval-extra-body takes a JSON object, got '{*"
+         "(10,007 characters): nested more than 100 levels deep"]
+    )  # fmt: skip
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert not (pytester.path / "run").exists()  # nothing ran
+
+
+def test_deep_json_in_another_argument_is_only_text(pytester: pytest.Pytester) -> None:
+    """Any argument holding ``{`` is scanned for secret-named keys, and redacted in the
+    manifest: one that nests too deeply is plain text there, and the run goes on."""
+    (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
+    result = _run(pytester, "--llmeval-model", DEEP_BODY, *GATE)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert _outcomes(_results(pytester)) == {"ok.golden.json::ok": "passed"}
+    assert _gates(pytester) == {"golden.pass_rate>=0.5": "passed"}
+    manifest = json.loads((pytester.path / "run" / "manifest.json").read_text(encoding="utf-8"))
+    assert DEEP_BODY in manifest["invocation"]
+
+
+def test_a_deep_journal_line_is_one_line_naming_it(pytester: pytest.Pytester) -> None:
+    """A journal line nested past the recursion limit (damaged after it was written): resume
+    and ``summarize`` say ``path:line`` in one line, never a RecursionError."""
+    (pytester.path / "ok.golden.json").write_text(json.dumps([_row("ok")]), encoding="utf-8")
+    assert _run(pytester).ret == pytest.ExitCode.OK
+    journal = next((pytester.path / "run" / "journal").rglob("*.jsonl"))
+    kept = journal.read_bytes()
+    journal.write_bytes(kept + b'{"result": ' + DEEP.encode() + b"}\n")
+    resumed = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-resume=run")
+    out = resumed.stdout.str() + resumed.stderr.str()
+    assert resumed.ret == pytest.ExitCode.USAGE_ERROR, out
+    resumed.stderr.fnmatch_lines([f"ERROR: {journal}:2: nested too deeply*delete that line*"])
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    summarized = subprocess.run(
+        [sys.executable, "-m", "pytest_llmeval", "summarize", "run"],
+        cwd=pytester.path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert summarized.returncode != 0
+    assert "Traceback" not in summarized.stderr + summarized.stdout, summarized.stderr
+    assert f"{journal.relative_to(pytester.path)}:2: nested too deeply" in summarized.stderr
+    assert journal.read_bytes().startswith(kept)  # nothing was lost
 
 
 @pytest.mark.parametrize("depth", [DEEP, JUST_TOO_DEEP], ids=["recursion", "cap"])

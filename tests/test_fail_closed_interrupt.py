@@ -416,3 +416,226 @@ def test_a_cut_short_run_does_not_update_the_baseline(pytester: pytest.Pytester)
     assert (pytester.path / "baseline.json").read_text() == kept
     result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: the run was cut*"])
     _all_written(pytester.path / "run")
+
+
+# -- an agent that raises SystemExit or KeyboardInterrupt ------------------------------------
+
+RAISING_AGENT = """
+import asyncio
+import pytest
+
+
+async def _exits():
+    raise SystemExit(3)
+
+
+class Agent:
+    def run(self, case, broker):  # sync: in a thread
+        if case.case_id == "sync-exit":
+            raise SystemExit("bye")
+        if case.case_id == "sync-interrupt":
+            raise KeyboardInterrupt
+        return case.case_id
+
+
+class AsyncAgent:
+    async def run(self, case, broker):  # on the dispatcher's loop
+        if case.case_id == "async-exit":
+            raise SystemExit(2)
+        if case.case_id == "async-interrupt":
+            raise KeyboardInterrupt("from the agent")
+        if case.case_id == "task-exit":  # in a task of the agent's own
+            await asyncio.ensure_future(_exits())
+        return case.case_id
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return AGENT()
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "raising"),
+    [
+        ("Agent", {"sync-exit": "SystemExit('bye')", "sync-interrupt": "KeyboardInterrupt()"}),
+        (
+            "AsyncAgent",
+            {
+                "async-exit": "SystemExit(2)",
+                "async-interrupt": "KeyboardInterrupt('from the agent')",
+                "task-exit": "SystemExit(3)",
+            },
+        ),
+    ],
+    ids=["sync", "async"],
+)
+def test_an_agent_raising_systemexit_or_keyboardinterrupt_is_its_cases_error(
+    pytester: pytest.Pytester, agent: str, raising: dict[str, str]
+) -> None:
+    """Neither may escape into the dispatcher's event loop: that stopped the loop and the
+    session waited for the case forever. Each is the case's agent error, and the rest run."""
+    pytester.makeconftest(RAISING_AGENT.replace("AGENT", agent))
+    ids = [*raising, "fine-1", "fine-2"]
+    rows = [{"id": i, "input": i, "expected_output": i} for i in ids]
+    write_json(pytester, "qa.golden.json", rows)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--llmeval-concurrency", "2",
+        "--llmeval-timeout", "30", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.pass_rate>=0.1", timeout=120,
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    _all_written(run)
+    rows = {r["case_id"]: r for r in read_jsonl(run / "results.jsonl")}
+    assert {i: r["outcome"] for i, r in rows.items()} == {
+        **dict.fromkeys(raising, "error"), "fine-1": "passed", "fine-2": "passed",
+    }  # fmt: skip
+    for case_id, raised in raising.items():
+        assert rows[case_id]["error"] == f"the agent raised {raised}"
+    assert _gates(run) == {"golden.pass_rate>=0.1": "passed"}
+    assert _interrupted(run) == (None, None)
+
+
+# -- a signal while the reports are written ---------------------------------------------------
+
+WRITING = """
+import os, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):  # the reports are being written: signalled here
+    Path("started").write_text(str(os.getpid()))
+    while not Path("go").exists():
+        time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_reports_are_written_waits_for_them(
+    pytester: pytest.Pytester, sig: signal.Signals
+) -> None:
+    """A CI cancel or a second Ctrl-C once the test loop has ended no longer tears the reports
+    apart (a traceback, no summary): it is held until they are written; the run exits 2."""
+    pytester.makeconftest(WRITING)
+    write_json(
+        pytester, "qa.golden.json", [{"id": i, "input": i, "expected_output": i} for i in IDS[:3]]
+    )
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
+        "--llmeval-gate", "golden.pass_rate>=1",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    marker = pytester.path / "started"
+    deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()[0]
+    proc.send_signal(sig)
+    (pytester.path / "go").write_text("")
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(proc.communicate()[0]) from None
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    out_lines = out.splitlines()
+    assert (
+        f"llmeval: {sig.name} arrived while the reports were written: they were finished "
+        "first; the run is not green" in out_lines
+    ), out
+    run = pytester.path / "run"
+    _all_written(run)
+    assert sorted(_outcomes(run)) == IDS[:3]
+    assert _gates(run) == {"golden.pass_rate>=1": "passed"}  # every case ran and passed
+    assert _junit_gates(pytester.path / "junit.xml") == {"golden.pass_rate>=1": "passed"}
+    assert "3 passed" in out
+
+
+# -- why a run was cut short, and how many cases it had ---------------------------------------
+
+
+def test_maxfail_under_xdist_is_maxfail_and_exits_1(pytester: pytest.Pytester) -> None:
+    """xdist's controller stops with its own ``Interrupted``: it was recorded as a Ctrl-C and
+    exited 2; it is ``maxfail`` and exits 1, as without ``-n``."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    result = pytester.runpytest(
+        *BASE, "-n", "2", "-x", "--llmeval-run-dir", "run", "--llmeval-gate", FAILS
+    )
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _all_written(run)
+    ran = _outcomes(run)
+    assert "failed" in ran.values() and len(ran) < 30
+    assert _gates(run) == {FAILS: "failed"}
+    interrupted, in_manifest = _interrupted(run)
+    assert interrupted == in_manifest == {"reason": "maxfail", "cases_run": len(ran),
+                                          "cases_total": 30}  # fmt: skip
+    result.stdout.fnmatch_lines([f"*interrupted (maxfail): {len(ran)} of 30 cases ran*"])
+
+
+@pytest.mark.parametrize(
+    "select",
+    [("-k", "not c00 and not c01"), ("--sw",)],
+    ids=["-k", "stepwise"],
+)
+def test_cases_total_and_the_cases_left_out_add_up(
+    pytester: pytest.Pytester, select: tuple[str, ...]
+) -> None:
+    """A cut-short run that also deselected cases (``-k``, ``--sw`` skipping those that passed
+    before): ``cases_total`` is every case, so the cases that ran and the cases left out
+    (``deselected``, the gate's count) add up to it."""
+    _project(pytester)
+    args = ("-p", "no:randomly", "--llmeval-runner", "faulty", "--llmeval-concurrency", "1")
+    if select == ("--sw",):  # the first run stops at c03; the second skips c00..c02
+        pytester.runpytest(*args, "--sw", "--llmeval-run-dir", "first")
+    result = pytester.runpytest(
+        *args, *select, "-x", "--llmeval-run-dir", "run", "--llmeval-gate", "golden.skipped==0"
+    )
+    run = pytester.path / "run"
+    assert result.ret != pytest.ExitCode.OK
+    ran = _outcomes(run)
+    report = _report(run)
+    assert report["interrupted"]["cases_total"] == 30
+    assert report["interrupted"]["cases_run"] == len(ran)
+    assert len(ran) + report["deselected"]["golden"] == 30
+    assert ran == ({"c02": "passed", "c03": "failed"} if "-k" in select else {"c03": "failed"})
+    assert _gates(run) == {"golden.skipped==0": "partial"}  # holds on any subset
+    left_out = 30 - len(ran)
+    gate = f"gate golden.skipped==0: partial (*{len(ran)} of 30 cases; {left_out} case(s) left out)"
+    result.stdout.fnmatch_lines([gate, f"llmeval: interrupted (*): {len(ran)} of 30 cases ran*"])
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_full_disk_is_recorded_as_the_journal_stopping(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """The journal stopped on a full disk: ``interrupted`` says ``journal`` (it said
+    ``stopped``, and ``keyboard_interrupt`` under xdist), and the run exits 1."""
+    if xdist:
+        pytest.importorskip("xdist")
+    from test_fail_closed_state import _mounted
+
+    long = "w" * 6000  # each journal line is about 20 KB: the disk fills after a few cases
+    rows = [{"id": f"c{i:02d}", "input": f"{long}{i}", "expected_output": f"{long}{i}"}
+            for i in range(40)]  # fmt: skip
+    write_json(pytester, "qa.golden.json", rows)
+    target = pytester.path / "small"
+    with _mounted(target, "size=160k"):
+        full = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--llmeval-runner", "echo",
+            "--llmeval-run-dir", str(target / "run"), *xdist,
+        )  # fmt: skip
+        assert full.ret == pytest.ExitCode.TESTS_FAILED
+        full.stdout.fnmatch_lines(["*could not write the journal *: No space left on device; *"])
+    # the reports may not fit the full disk: the terminal says why the run stopped
+    full.stdout.fnmatch_lines(["llmeval: interrupted (journal): * of 40 cases ran*"])

@@ -520,3 +520,36 @@ def test_a_case_that_errors_under_repeats_is_a_baseline_regression(
     diff = _report(run)["baseline"]
     assert diff["flips"]["pass->fail"] == ["r.golden.json::down"]
     assert "baseline: no regressions" not in result.stdout.str()
+
+
+def test_a_judge_reply_nested_too_deeply_is_an_audited_judge_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """A reply nested past Python's recursion limit is no verdict: the judge's error, after
+    the repair turn, and audited (it was a RecursionError, an unaudited agent error)."""
+    deep = (
+        '    "verdict-deep": \'{"scores": \' + "[" * 5000 + "]" * 5000 + "}",\n'
+        '    "verdict-nested": \'{"a": \' * 5000 + "1" + "}" * 5000,\n'
+    )
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(JUDGE_CONFTEST.replace("VERDICTS = {\n", "VERDICTS = {\n" + deep))
+    write_json(pytester, "j.golden.json", _judged("good", "deep", "nested"))
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "nan-judge",
+        "--llmeval-run-dir", "run", *GATES,
+    )  # fmt: skip
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=2, failed=2)  # failed: the two gates
+    result.stdout.fnmatch_lines(["j.golden.json:*: judge error: *see audit.jsonl*"])
+    run = pytester.path / "run"
+    rows = _rows(run)
+    assert {k: r["outcome"] for k, r in rows.items()} == {
+        "good": "passed", "deep": "error", "nested": "error",
+    }  # fmt: skip
+    assert sorted(_errors(run)) == ["deep", "nested"]
+    audit = _audit(run)
+    assert [(case, stage) for case, stage, _ in audit] == [
+        ("deep", "judge_error"), ("nested", "judge_error"),
+    ]  # fmt: skip
+    assert "nested too deeply to be a verdict" in audit[1][2]
+    assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}

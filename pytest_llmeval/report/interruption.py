@@ -32,11 +32,22 @@ from pytest_llmeval.errors import CaseFileError
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.pricing import is_budget_skip
+from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.rundir.models import Interrupted
 from pytest_llmeval.state import LLMEvalState
 from pytest_llmeval.termination import Terminated
 
-__all__ = ["WORKER_CRASHED", "Interruption", "crashed_result", "merged_counts", "stop_reason"]
+__all__ = [
+    "JOURNAL_STOPPED",
+    "WORKER_CRASHED",
+    "Interruption",
+    "crashed_result",
+    "merged_counts",
+    "stop_reason",
+]
+
+JOURNAL_STOPPED = "could not write the journal"
+"""What the line of a session stopped by its journal says (:meth:`LLMEvalState.journal_stopped`)."""
 
 WORKER_CRASHED = "worker crashed"
 """How a crashed worker's case's error begins."""
@@ -45,15 +56,21 @@ _DATA_SUFFIXES = (".json", ".jsonl")
 
 
 def stop_reason(exc: BaseException) -> str:
-    """``Interrupted.reason`` for the exception that ended a session's test loop."""
+    """``Interrupted.reason`` for the exception that ended a session's test loop.
+
+    pytest's and xdist's ``Interrupted`` (both ``KeyboardInterrupt`` s) carry why the session
+    stopped in their text: ``-x``/``--maxfail``, a journal that could not be written, a
+    worker's Ctrl-C; a plain ``KeyboardInterrupt`` is Ctrl-C."""
     if isinstance(exc, Terminated):
         return "sigterm"
     if isinstance(exc, pytest.exit.Exception):
         return "exit"
-    if isinstance(exc, pytest.Session.Interrupted):  # xdist's -x, a worker's Ctrl-C
+    if type(exc) is not KeyboardInterrupt and isinstance(exc, KeyboardInterrupt):
         text = str(exc)
         if text.startswith("stopping after"):
             return "maxfail"
+        if JOURNAL_STOPPED in text:
+            return "journal"
         return "keyboard_interrupt" if "keyboard-interrupt" in text else "stopped"
     return "keyboard_interrupt"
 
@@ -103,6 +120,14 @@ class Interruption:
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.reason = self.reason or stop_reason(excinfo.value)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Any:
+        """``-x``/``--maxfail`` exits 1 under xdist too (its controller stops with an
+        ``Interrupted``, which pytest makes 2), before the verdict reads the status."""
+        if self.reason == "maxfail" and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return (yield)
+
     # -- reading -----------------------------------------------------------------------------
 
     def suite_of(self, nodeid: str) -> tuple[str, str]:
@@ -130,7 +155,8 @@ class Interruption:
         reason = self.reason
         if reason is None:
             reason = _session_reason(session) or ("budget" if skipped else "incomplete")
-        total = len(have) + sum(unrun.values())
+        deselected = self.state.config.stash[deselections_key].by_suite
+        total = len(have) + sum(unrun.values()) + sum(deselected.values())
         return Interrupted(reason=reason, cases_run=len(have) - skipped, cases_total=total), unrun
 
     def is_eval(self, nodeid: str) -> bool:

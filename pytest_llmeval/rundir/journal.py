@@ -133,12 +133,17 @@ def read_results(
     )
     for attempt in attempts:
         for path in sorted(attempt.glob("*.jsonl")):
-            for line in _whole_lines(path):
+            for number, line in enumerate(_whole_lines(path), 1):
                 try:
                     entry = json.loads(line)
                     result = CaseResult.kept(entry["result"])
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
+                except RecursionError:  # no result nests this deep: damaged after it was written
+                    raise RunDirError(
+                        f"{path}:{number}: nested too deeply to be a result (the journal was "
+                        "damaged); delete that line (its case runs again on resume) and try again"
+                    ) from None
                 if rescore is not None:
                     rescore.discard(result.nodeid)
                     if _final(result) and entry.get("scorers") != SCORERS_VERSION:

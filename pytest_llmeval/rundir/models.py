@@ -186,14 +186,17 @@ class Interrupted(BaseModel):
     reason: str
     """Why: ``maxfail`` (``-x``, ``--maxfail``), ``keyboard_interrupt`` (Ctrl-C), ``sigterm``
     (a CI cancel, ``timeout``), ``budget`` (``--llmeval-max-tokens-total``,
-    ``--llmeval-max-cost``), ``exit`` (``pytest.exit()``), ``stopped`` (another plugin
+    ``--llmeval-max-cost``), ``journal`` (the journal could not be written: a full disk),
+    ``exit`` (``pytest.exit()``), ``stopped`` (another plugin
     stopped the session), or ``incomplete`` (cases left without a result for another
     reason, such as xdist giving up on crashed workers)."""
     cases_run: int
     """Cases with a result that ran (a case a budget skipped did not), earlier attempts of a
     resumed run included."""
     cases_total: int
-    """Cases the run was to judge: the ones that ran and the ones it never reached."""
+    """Every eval case of the run: the ones that ran, the ones it never reached and the ones
+    left out (deselected, or skipped by a budget); ``cases_total - cases_run`` were left out,
+    as ``deselected`` counts them."""
 
 
 class Report(BaseModel):

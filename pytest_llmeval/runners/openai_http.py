@@ -294,11 +294,14 @@ class OpenAIRunner(AsyncClosing):
             )
         calls = [self._tool_call(i, raw, where) for i, raw in enumerate(raw_calls)]
         finish = choice.get("finish_reason")
+        usage = _usage(data.get("usage"))
+        if isinstance(usage, str):
+            self._protocol_error(where, usage)
         return Completion(
             text=text,
             tool_calls=calls,
             finish_reason=finish if isinstance(finish, str) else None,
-            usage=_usage(data.get("usage")),
+            usage=usage,
             latency_ms=elapsed_ms,
         )
 
@@ -588,21 +591,27 @@ def _continuation_tokens(in_prompt: list[int], offsets: list[int], context_len: 
     return starts_after
 
 
-def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
+def _usage(raw: Any) -> Usage | str:
+    """The ``usage`` of an answer (none when absent), or what is wrong with it: a count that
+    is there must be a whole number of tokens, 0 or more (a negative one would lower what a
+    budget counts, a fraction or NaN is no count)."""
+    if raw is None:
         return Usage()
-
-    def count(name: str) -> int:
+    if not isinstance(raw, dict):
+        return f"field 'usage': expected an object, got {a_json_type(raw)}"
+    counts: dict[str, int] = {}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = raw.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return 0
-        return int(value) if math.isfinite(value) and value >= 0 else 0
-
-    return Usage(
-        prompt_tokens=count("prompt_tokens"),
-        completion_tokens=count("completion_tokens"),
-        total_tokens=count("total_tokens"),
-    )
+        if value is None:
+            continue
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole or value < 0:
+            return (
+                f"field 'usage.{name}': expected a whole number of tokens, 0 or more, "
+                f"got {json.dumps(value)}"
+            )
+        counts[name] = int(value)
+    return Usage(**counts)
 
 
 def _as_float(value: Any) -> float:

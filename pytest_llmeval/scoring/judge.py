@@ -150,7 +150,7 @@ def extract_verdict(text: str) -> Any | None:
     while at >= 0:
         try:
             value, end = decoder.raw_decode(cleaned, at)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to be a verdict
             at = cleaned.find("{", at + 1)
             continue
         if isinstance(value, dict):
@@ -161,6 +161,13 @@ def extract_verdict(text: str) -> Any | None:
 
 def validate(value: Any, verdict_schema: Mapping[str, Any]) -> str | None:
     """The first problem of ``value`` against the schema, in words; ``None`` when valid."""
+    try:
+        return _validate(value, verdict_schema)
+    except RecursionError:  # a reply that parsed, but nests too deeply to be walked
+        return "the JSON object is nested too deeply to be a verdict"
+
+
+def _validate(value: Any, verdict_schema: Mapping[str, Any]) -> str | None:
     if value is None:
         return "no JSON object found in the reply"
     found = first_non_finite(value)

@@ -48,6 +48,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_budget_stop_is_interrupted",
         "test_a_merge_of_a_cut_short_shard_is_cut_short",
         "test_a_cut_short_run_does_not_update_the_baseline",
+        "test_the_resume_hint_names_the_real_run_dir_with_equals",
     ]),
     "a crashed xdist worker loses no case": ("interrupt", [
         "test_a_killed_worker_case_is_an_error_and_resume_runs_it",

@@ -416,3 +416,24 @@ def test_a_cut_short_run_does_not_update_the_baseline(pytester: pytest.Pytester)
     assert (pytester.path / "baseline.json").read_text() == kept
     result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: the run was cut*"])
     _all_written(pytester.path / "run")
+
+
+def test_the_resume_hint_names_the_real_run_dir_with_equals(pytester: pytest.Pytester) -> None:
+    """A spaced ``--llmeval-resume PATH`` moves pytest's rootdir: every hint a cut-short run
+    prints is the ``=`` form, with the run dir's real path, ready to paste."""
+    _project(pytester)
+    kept = '{"baseline_version": "1", "kept": true}\n'
+    (pytester.path / "baseline.json").write_text(kept)
+    result = pytester.runpytest(
+        *BASE, "-x", "--llmeval-run-dir", "run", "--llmeval-update-baseline", "baseline.json"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    run = pytester.path / "run"
+    out = result.stdout.str()
+    assert "--llmeval-resume RUN_DIR" not in out
+    assert f"--llmeval-resume={run} runs the rest" in out
+    assert (
+        f"finish it with --llmeval-resume={run} "
+        f"--llmeval-update-baseline={pytester.path / 'baseline.json'})" in out
+    )
+    assert "--llmeval-resume=RUN\\_DIR runs the rest" in (run / "summary.md").read_text()

@@ -6,6 +6,7 @@ results reach it on the test reports, from this process or from xdist workers al
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -258,7 +259,8 @@ class SessionReport:
                 terminalreporter.write_line(line)
             if self.report.interrupted is not None:
                 terminalreporter.write_line(
-                    f"llmeval: {console.interrupted_line(self.report.interrupted)}", yellow=True
+                    f"llmeval: {console.interrupted_line(self.report.interrupted, self.run_dir)}",
+                    yellow=True,
                 )
         for name, value in self.file_artifacts:
             suite = self.state.suites.get(name.split("/", 1)[0])
@@ -269,9 +271,11 @@ class SessionReport:
         for fault in unwritten:
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.baseline_kept is not None:
+            resume = console.resume_option(self.run_dir)
             terminalreporter.write_line(
                 f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
-                "(finish it with --llmeval-resume RUN_DIR --llmeval-update-baseline FILE)",
+                f"(finish it with {resume} "
+                f"--llmeval-update-baseline={shlex.quote(self.baseline_kept)})",
                 yellow=True,
             )
         if self.run_dir is not None and not unwritten:

@@ -114,6 +114,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_every_count_that_multiplies_work_is_bounded",
         "test_a_bad_count_in_the_ini_file_or_the_environment_is_a_usage_error",
         "test_the_largest_counts_are_accepted",
+        "test_a_number_option_that_is_not_finite_or_in_range_is_a_usage_error",
         "test_a_bad_repeat_count_in_a_row_is_that_rows_error",
         "test_a_bad_turn_limit_in_a_row_is_that_rows_error",
         "test_a_bad_repeat_count_in_a_manifest_is_that_manifests_error",

@@ -35,6 +35,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable",
         "test_a_suites_own_gate_with_nothing_to_judge",
         "test_optional_is_spelled_alike_on_the_command_line_and_in_manifests",
+        "test_a_manifest_gate_value_that_is_not_a_number_is_refused",
         "test_every_status_reads_as_itself_everywhere",
         "test_summary_md_and_junit_show_each_gates_status",
     ]),

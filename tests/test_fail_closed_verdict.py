@@ -496,6 +496,30 @@ def test_optional_is_spelled_alike_on_the_command_line_and_in_manifests() -> Non
     assert parse_gate("golden.pass_rate>=0.5 optional").model_dump()["optional"] is True
 
 
+@pytest.mark.parametrize("value", ['"0.9"', "true", "'1'"])
+def test_a_manifest_gate_value_that_is_not_a_number_is_refused(
+    pytester: pytest.Pytester, value: str
+) -> None:
+    """``value: "0.9"`` is refused as ``value: true`` is: the gate could not be read, so the
+    run is red, and it is never read as a threshold."""
+    write_json(pytester, "data.json", CASES)
+    pytester.makefile(
+        ".llmeval.yaml",
+        m=f"suite: golden\ndata: data.json\ngates:\n"
+        f"  - {{metric: pass_rate, op: '>=', value: {value}}}\n",
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml", "junit.xml"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester.path / "run") == {"a": "passed", "b": "passed"}
+    assert _gate_statuses(pytester.path / "run") == {}
+    result.stdout.fnmatch_lines(["*m.llmeval.yaml: gates: bad gate value *: expected a number*"])
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    (gate,) = [c for c in junit.iter("testcase") if c.get("classname") == "llmeval-gates"]
+    assert gate.find("failure") is not None
+
+
 STATUSES: tuple[GateStatus, ...] = ("passed", "failed", "partial", "inconclusive", "warn", "n/a")
 
 

@@ -62,6 +62,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_an_embedding_that_is_not_finite_is_the_cases_error",
         "test_a_manifest_threshold_that_is_not_finite_is_refused",
         "test_an_agent_reporting_a_latency_that_is_not_finite_is_the_cases_error",
+        "test_a_positive_log_likelihood_is_the_cases_error_never_a_pick",
+        "test_an_agent_reply_that_breaks_the_contract_is_the_cases_error",
     ]),
     "repeats count their errors": ("scores", [
         "test_replaying_more_repeats_than_were_recorded_is_an_error",

@@ -140,6 +140,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_key_in_the_base_url_path_is_masked_in_every_artifact",
         "test_a_placeholder_key_is_not_a_secret",
         "test_a_real_key_is_still_a_secret",
+        "test_a_date_or_number_is_not_a_secret",
+        "test_a_key_with_digits_and_letters_is_still_a_secret",
         "test_which_path_segments_look_like_keys",
     ]),
     "every support file goes through the one safe reader": ("inputs", [

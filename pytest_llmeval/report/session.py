@@ -295,8 +295,9 @@ def placeholder_notice(names: list[str]) -> str:
     """The one line saying which key variables hold a value that is not treated as a secret."""
     return (
         f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
-        f"sk-no-key-required, ...) or one under {MIN_SECRET_LENGTH} characters: not treated "
-        "as a secret (not masked in the reports, not looked for by the leak check)"
+        f"sk-no-key-required, ...), one under {MIN_SECRET_LENGTH} characters, or a plain "
+        "number or date: not treated as a secret (not masked in the reports, not looked for "
+        "by the leak check)"
     )
 
 

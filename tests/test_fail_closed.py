@@ -28,6 +28,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_run_where_every_case_errored_is_red",
         "test_under_exit_on_gates_a_miss_is_xfailed_an_error_is_not",
         "test_with_exit_on_gates_and_only_misses_the_gates_decide",
+        "test_a_run_in_which_every_case_was_skipped_is_red",
+        "test_a_run_with_one_judged_case_is_not_nothing_judged",
     ]),
     "a gate with nothing to judge is not passed": ("verdict", [
         "test_a_gate_with_nothing_to_judge_fails_unless_optional",
@@ -54,6 +56,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a crashed xdist worker loses no case": ("interrupt", [
         "test_a_killed_worker_case_is_an_error_and_resume_runs_it",
         "test_workers_given_up_on_leave_an_incomplete_run",
+        "test_a_worker_killed_after_its_case_was_judged_makes_the_run_red",
     ]),
     "scores are finite": ("scores", [
         "test_a_judge_verdict_that_is_not_finite_is_the_cases_error",

@@ -310,6 +310,67 @@ def test_a_run_where_every_case_errored_is_red(pytester: pytest.Pytester, exit_o
     assert not junit.findall(".//testcase/skipped")
 
 
+SKIPPING = {
+    "fixture-skips": """
+import pytest
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    pytest.skip("OPENAI_API_KEY not set")
+""",
+    "agent-skips": """
+import pytest
+
+class Agent:
+    def run(self, case, broker):
+        pytest.skip("not today")
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+""",
+    "agent-xfails": """
+import pytest
+
+class Agent:
+    def run(self, case, broker):
+        pytest.xfail("known broken")
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+""",
+}
+
+
+@pytest.mark.parametrize("exit_on", ["all", "gates"])
+@pytest.mark.parametrize("conftest", sorted(SKIPPING))
+def test_a_run_in_which_every_case_was_skipped_is_red(
+    pytester: pytest.Pytester, conftest: str, exit_on: str
+) -> None:
+    """A conftest whose agent fixture skips when a key is missing, or an agent that skips or
+    xfails every case: nothing was judged, so the run is red with one line saying so."""
+    pytester.makeconftest(SKIPPING[conftest])
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-run-dir", "run", "--llmeval-exit-on", exit_on)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester.path / "run") == {"a": "skipped", "b": "skipped"}
+    result.stdout.fnmatch_lines(["nothing was judged: all 2 eval case(s) were skipped*"])
+
+
+def test_a_run_with_one_judged_case_is_not_nothing_judged(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[0].add_marker(pytest.mark.skip(reason='later'))\n"
+    )
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.OK
+    assert _outcomes(pytester.path / "run") == {"a": "skipped", "b": "passed"}
+    assert "nothing was judged" not in result.stdout.str()
+
+
 def test_under_exit_on_gates_a_miss_is_xfailed_an_error_is_not(pytester: pytest.Pytester) -> None:
     """A scored miss informs (xfail, the gates decide); an errored case (a judge that is down)
     stays an error and fails the run, though the gate holds."""

@@ -186,6 +186,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             + shown
             + (f", ... and {more} more" if more > 0 else "")
         )
+    lines += [fault.message for fault in verdict.faults if fault.kind in ("crash", "unjudged")]
     diff = verdict.baseline_diff
     if verdict.baseline_refusal is not None:
         lines.append(f"baseline: not compared: {verdict.baseline_refusal}")

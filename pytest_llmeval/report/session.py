@@ -52,6 +52,8 @@ class SessionReport:
         """A resume found every case finished: it only rebuilt the reports."""
         self.unjournaled = False
         """A process's journal stopped: the run is red, resume finishes it."""
+        self.crashes: list[str] = []
+        """xdist workers that died after their case was judged (a teardown): red."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
 
     def _add_earlier(self) -> None:
@@ -91,10 +93,16 @@ class SessionReport:
         if not self.interruption.is_eval(crashitem):
             return
         earlier = self.results.get(crashitem)
-        if earlier is not None and crashitem not in self.state.finished:
-            return  # judged before the worker died (in teardown): that result stands
-        suite, file = self.interruption.suite_of(crashitem)
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+        if earlier is not None and crashitem not in self.state.finished:
+            # judged before the worker died (in teardown): that result stands, but xdist
+            # reports the case failed and a crash is an infrastructure fault: the run is red
+            self.crashes.append(
+                f"worker crashed: xdist worker {worker} died after {crashitem} was judged "
+                "(its result stands); the run fails"
+            )
+            return
+        suite, file = self.interruption.suite_of(crashitem)
         result = crashed_result(crashitem, str(worker), suite, file)
         data = self.state.redactor.value(result.model_dump(mode="json"))
         self.state.journal.append(data, None)
@@ -122,6 +130,7 @@ class SessionReport:
                 self.verdict.faults.append(Fault("write", message))
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
+            self.verdict.faults += [Fault("crash", message) for message in self.crashes]
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up
             session.testscollected += len(reports) // 3

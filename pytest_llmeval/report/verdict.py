@@ -43,6 +43,7 @@ __all__ = [
     "gather_gates",
     "is_broken",
     "judge",
+    "nothing_judged",
 ]
 
 GATES_NODE = "llmeval-gates"
@@ -51,7 +52,7 @@ BASELINE_NODE = "llmeval-baseline::no-regressions"
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak"]
+FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class Fault:
 
     kind: FaultKind
     """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
-    configured secret's value is in a written file."""
+    configured secret's value is in a written file; ``crash``: an xdist worker died after its
+    case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
+    was skipped, so nothing was judged."""
     message: str
 
 
@@ -192,6 +195,9 @@ def judge(
         errored=[r.nodeid for r in results if r.outcome == "error" and not is_broken(r)],
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
+    unjudged = nothing_judged(results)
+    if unjudged is not None and report.interrupted is None:  # a budget stop says so itself
+        verdict.faults.append(Fault("unjudged", unjudged))
     if settings.baseline is not None:
         if report.gates is not None:  # the diff compares gates too: the body gets them
             body["gates"] = report.gates.model_dump(mode="json")
@@ -206,6 +212,21 @@ def judge(
             verdict.baseline_refusal = str(exc)
     report.baseline = verdict.baseline_diff
     return verdict
+
+
+def nothing_judged(results: Sequence[CaseResult]) -> str | None:
+    """Why a run whose every eval case was skipped (a conftest fixture's ``pytest.skip("KEY
+    not set")``, an agent's ``pytest.skip`` or ``pytest.xfail``) judged nothing, or ``None``
+    when some case was judged (or errored, which fails the run already). A run with no case
+    at all (all deselected) is not this: pytest says "no tests ran"."""
+    if not results or any(r.outcome != "skipped" for r in results):
+        return None
+    reason = next((r.error for r in results if r.error), None)
+    return (
+        f"nothing was judged: all {len(results)} eval case(s) were skipped"
+        + (f" (first reason: {reason})" if reason else "")
+        + ", so the run fails"
+    )
 
 
 def cli_gates(settings: Settings) -> list[Gate]:

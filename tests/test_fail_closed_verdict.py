@@ -237,6 +237,75 @@ def test_under_xdist_it_is_still_one_usage_error(
     assert not (pytester.path / "run").exists()
 
 
+SORTED = [
+    {"id": "w1", "input": "sun", "expected_output": "sun", "category": "weather"},
+    {"id": "w2", "input": "rain", "expected_output": "rain", "category": "weather"},
+    {"id": "m1", "input": "two", "expected_output": "two", "category": "math"},
+]
+
+
+@pytest.mark.parametrize(
+    ("gate", "line"),
+    [
+        (
+            "golden.categories.smoke.pass_rate>=0.9 optional",
+            "ERROR: --llmeval-gate 'golden.categories.smoke.pass_rate>=0.9 optional': no "
+            "collected case of suite 'golden' has the category 'smoke' (categories: math, "
+            "weather)",
+        ),
+        (
+            "golden.categories.wether.pass_rate>=0.9",
+            "*has the category 'wether'; did you mean weather? (categories: math, weather)",
+        ),
+        (
+            "golden.mean_scores.exact_matc>=0.9",
+            "ERROR: --llmeval-gate 'golden.mean_scores.exact_matc>=0.9': no scorer of suite "
+            "'golden' has the score 'exact_matc'; did you mean exact_match? (scores: *",
+        ),
+        (
+            "golden.mean_scores.judgement>=0.9 optional",
+            "*no scorer of suite 'golden' has the score 'judgement'*rubric.<name>)",
+        ),
+    ],
+    ids=["optional-category", "category-typo", "score-typo", "optional-score"],
+)
+def test_an_optional_gate_never_hides_a_typo(
+    pytester: pytest.Pytester, gate: str, line: str
+) -> None:
+    """``optional`` says "n/a is expected", not "any name goes": a category no collected case
+    has, or a score name no scorer gives, is one usage error before any case runs."""
+    write_json(pytester, "qa.golden.json", SORTED)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-gate", gate, "--llmeval-run-dir", "run"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert not (pytester.path / "run").exists()
+
+
+def test_gates_on_real_categories_and_scores_still_run(pytester: pytest.Pytester) -> None:
+    """The names the data and the scorers do have are accepted: a category that is wholly
+    deselected is ``partial``, a judged score with nothing to judge is an optional ``n/a``."""
+    write_json(pytester, "qa.golden.json", SORTED)
+    gates = [
+        "golden.categories.weather.pass_rate>=1",
+        "golden.categories.math.pass_rate>=1",
+        "golden.mean_scores.exact_match>=1",
+        "golden.mean_scores.rubric.correctness>=0.5 optional",
+    ]
+    args = [arg for gate in gates for arg in ("--llmeval-gate", gate)]
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", *args, "-k", "not m1", "--llmeval-run-dir", "run"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    assert _gate_statuses(pytester.path / "run") == {
+        "golden.categories.weather.pass_rate>=1": "partial",
+        "golden.categories.math.pass_rate>=1": "partial",
+        "golden.mean_scores.exact_match>=1": "partial",
+        "golden.mean_scores.rubric.correctness>=0.5": "partial",
+    }
+
+
 OWN_RUNNER = """
 import pytest
 from pytest_llmeval.runners.echo import EchoRunner
@@ -421,7 +490,10 @@ def test_a_gate_with_nothing_to_judge_fails_unless_optional(pytester: pytest.Pyt
     pass rate judged nothing. Such a gate fails; declared optional it is ``n/a``."""
     write_json(pytester, "qa.golden.json", CASES)
     pytester.makeconftest(DOWN)
-    gates = ("golden.mean_scores.exact_match>=0.5", "golden.mean_scores.contains>=0.5 optional")
+    gates = (
+        "golden.mean_scores.exact_match>=0.5",
+        "golden.mean_scores.contains_keywords>=0.5 optional",
+    )
     args = [arg for gate in gates for arg in ("--llmeval-gate", gate)]
     result = pytester.runpytest(
         "--llmeval-runner", "down", "--llmeval-exit-on", "gates", *args,
@@ -430,16 +502,18 @@ def test_a_gate_with_nothing_to_judge_fails_unless_optional(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     run = pytester.path / "run"
     assert _gate_statuses(run) == {
-        "golden.mean_scores.contains>=0.5": "n/a",
+        "golden.mean_scores.contains_keywords>=0.5": "n/a",
         "golden.mean_scores.exact_match>=0.5": "failed",
     }
     optional = next(
-        r for r in _report(run)["gates"]["results"] if r["gate"]["name"].endswith("contains>=0.5")
+        r
+        for r in _report(run)["gates"]["results"]
+        if r["gate"]["name"].endswith("contains_keywords>=0.5")
     )
     assert optional["gate"]["optional"] is True
     result.stdout.fnmatch_lines(
         [
-            "gate golden.mean_scores.contains>=0.5: n/a (*no case that ran produced it)"
+            "gate golden.mean_scores.contains_keywords>=0.5: n/a (*no case that ran produced it)"
             " (optional))",
             "gate golden.mean_scores.exact_match>=0.5: FAILED (*no such metric*",
         ]
@@ -641,13 +715,16 @@ def test_summary_md_and_junit_show_each_gates_status(pytester: pytest.Pytester) 
     write_json(pytester, "qa.golden.json", rows)
     result = pytester.runpytest(
         "--llmeval-runner", "echo", "-k", "first", "--llmeval-gate", "golden.pass_rate>=0.5",
-        "--llmeval-gate", "golden.mean_scores.contains>=0.5 optional",
+        "--llmeval-gate", "golden.mean_scores.contains_keywords>=0.5 optional",
         "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.OK
     run = pytester.path / "run"
     assert _outcomes(run) == {"first": "passed"}
-    statuses = {"golden.mean_scores.contains>=0.5": "partial", "golden.pass_rate>=0.5": "partial"}
+    statuses = {
+        "golden.mean_scores.contains_keywords>=0.5": "partial",
+        "golden.pass_rate>=0.5": "partial",
+    }
     assert _gate_statuses(run) == statuses
     summary = (run / "summary.md").read_text(encoding="utf-8")
     for name, status in statuses.items():

@@ -18,7 +18,7 @@ Lookup rules (:func:`lookup_metric`):
 
 Nothing to judge: a metric that is ``null`` (``n/a``: no case that ran was eligible, all
 errored, or the data has none) or absent because no case produced it fails its gate, unless
-the gate is declared optional (:data:`OPTIONAL`: ``golden.mean_scores.judge>=0.8 optional``);
+the gate is declared optional (:data:`OPTIONAL`: ``golden.mean_scores.rubric>=0.8 optional``);
 an optional gate is then ``n/a``. A suite's own gates follow the same rule: their ``n/a`` fails.
 On a run that left cases of the suite out, such a gate is ``partial``.
 

@@ -41,6 +41,10 @@ class Deselections:
         """Node id -> suite of every eval item collected."""
         self.suites: set[str] = set()
         """The suites of every eval item collected, deselected or not (what gates may name)."""
+        self.categories: dict[str, set[str]] = {}
+        """The categories of every eval item collected, by suite (as ``report.json`` keys
+        them: ``(none)`` for a case without one), so a gate on a category no case has is a
+        usage error, not an optional ``n/a``."""
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
@@ -49,6 +53,8 @@ class Deselections:
             if isinstance(item, EvalItem):
                 self._collected[item.nodeid] = item.suite_name
                 self.suites.add(item.suite_name)
+                found = self.categories.setdefault(item.suite_name, set())
+                found.add(item.category or "(none)")
         return report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

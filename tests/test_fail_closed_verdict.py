@@ -572,6 +572,59 @@ def test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable(tmp_path: 
     assert set(_gate_statuses(tmp_path / "whole").values()) == {"passed"}
 
 
+@pytest.mark.parametrize("data", [None, []], ids=["no-eval-file", "empty-golden-file"])
+@pytest.mark.parametrize("gate", ["golden.pass_rate>=0.9", "*.pass_rate>=0.9"])
+def test_a_gate_when_no_eval_case_was_collected_is_a_usage_error(
+    pytester: pytest.Pytester, data: list[Any] | None, gate: str
+) -> None:
+    """A gate over nothing is not passed by silence: one usage error, nothing written."""
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    if data is not None:
+        write_json(pytester, "qa.golden.json", data)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-gate", gate, "--llmeval-exit-on", "gates",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --llmeval-gate {gate!r}: *"])
+    assert not (pytester.path / "run").exists()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_gate_whose_cases_were_all_deselected_is_partial_everywhere(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """``-k`` selecting only a python test: the CLI gate and the manifest's gate are judged on
+    no case of theirs, so each is ``partial`` in the terminal, junit and report.json, never
+    dropped; the run is not red."""
+    if workers:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    write_json(pytester, "qa.golden.json", CASES)
+    write_json(pytester, "data.json", MISSING)
+    pytester.makefile(
+        ".llmeval.yaml", m="suite: golden\ndata: data.json\ngates: [pass_rate >= 0.4]\n"
+    )
+    result = pytester.runpytest(
+        *workers, "--llmeval-runner", "echo", "-k", "test_ok", "--llmeval-gate",
+        "golden.pass_rate>=0.9", "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    run = pytester.path / "run"
+    assert _outcomes(run) == {}
+    statuses = {"golden.pass_rate>=0.9": "partial", "golden.pass_rate>=0.4": "partial"}
+    assert _gate_statuses(run) == statuses
+    assert _report(run)["deselected"] == {"golden": 4}
+    result.stdout.fnmatch_lines(["gate golden.pass_rate>=0.4: partial (*"])
+    result.stdout.fnmatch_lines(["gate golden.pass_rate>=0.9: partial (*"])
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    gates = {
+        c.get("name"): c for c in junit.iter("testcase") if c.get("classname") == "llmeval-gates"
+    }
+    assert set(gates) == set(statuses)
+    assert all(c.find("skipped") is not None for c in gates.values())
+
+
 @pytest.mark.parametrize("optional", [False, True])
 def test_a_suites_own_gate_with_nothing_to_judge(pytester: pytest.Pytester, optional: bool) -> None:
     """The integration data has no negative control: that gate of the suite judged nothing. It

@@ -63,11 +63,13 @@ def check(
     one usage error (handed to the controller from an xdist worker)."""
     config = session.config
     items = [item for item in session.items if is_eval_item(item) and item.runnable]
-    if not items:
-        return
+    if not items and config.pluginmanager.has_plugin("dsession"):
+        return  # the xdist controller collects nothing: its workers check
     state = config.stash[state_key]
     try:
-        _check_gates(config, state, items)
+        _check_gates(config, state, items)  # with no case selected too: never dropped
+        if not items:
+            return
         if not config.option.collectonly:
             if _uses_own_runner(items):
                 config.stash[_runner_key] = build_runner(config, state)
@@ -156,6 +158,12 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
     collected = config.stash[deselections_key].suites
     categories = config.stash[deselections_key].categories
     every_file = not config.getoption("lf", False)  # --lf leaves whole files uncollected
+    if gates and not collected and every_file:
+        source, gate = gates[0]
+        raise pytest.UsageError(
+            f"{source}: no eval case was collected, so no gate can be judged (check the "
+            "paths given to pytest and the llmeval_files globs)"
+        )
     for source, gate in gates:
         elsewhere = not every_file and state.suites.get(gate.suite) is not None
         if gate.suite != TOTALS and gate.suite not in collected and not elsewhere:

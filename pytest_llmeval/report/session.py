@@ -120,8 +120,11 @@ class SessionReport:
         empty_shard = settings.shard is not None and ran
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
         refused = self.state.refusal is not None  # stopped before running: touch nothing
+        # gates on cases that were all deselected are judged (partial), never dropped
+        selection = session.config.stash[deselections_key]
+        gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
         # an empty shard writes its run dir too
-        if (self.results or empty_shard or cut_short) and not refused:
+        if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
                 self._write(session)
             except OSError as exc:
@@ -171,7 +174,8 @@ class SessionReport:
         deselected = state.config.stash[deselections_key].counts(results) or {}
         report.deselected = merged_counts(deselected.items(), unrun.items())
         report.interrupted = interrupted
-        gates, problems = verdict.gather_gates(settings, results)
+        manifests = state.config.stash[deselections_key].manifests
+        gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None and interrupted is not None:
             self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline

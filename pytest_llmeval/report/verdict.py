@@ -241,14 +241,19 @@ def cli_gates(settings: Settings) -> list[Gate]:
 
 
 def gather_gates(
-    settings: Settings, results: Iterable[CaseResult], earlier: Iterable[Report] = ()
+    settings: Settings,
+    results: Iterable[CaseResult],
+    earlier: Iterable[Report] = (),
+    manifests: Iterable[str] = (),
 ) -> tuple[list[Gate], list[str]]:
     """Every gate of a run, and the problems met reading them.
 
     The settings' ``--llmeval-gate`` gates; the gates of the manifests whose cases ran (read
     again when the manifest is at hand); the manifest gates of ``earlier`` reports of the same
-    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not. A
-    suite's own gates are never taken from a report: :func:`judge` asks the suite again.
+    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not;
+    the gates of ``manifests`` (those whose cases were collected, every one deselected
+    maybe: their gates are then ``partial``, never dropped). A suite's own gates are never
+    taken from a report: :func:`judge` asks the suite again.
     """
     gates: list[Gate] = []
     problems: list[str] = []
@@ -257,7 +262,7 @@ def gather_gates(
             gates.append(parse_gate(text, "cli"))
         except ValueError as exc:
             problems.append(f"--llmeval-gate: {exc}")
-    found, bad = _manifest_gates(results, settings.rootdir)
+    found, bad = _manifest_gates(results, settings.rootdir, manifests)
     gates += found
     problems += bad
     for report in earlier:
@@ -271,10 +276,13 @@ def is_broken(result: CaseResult) -> bool:
     return result.outcome == "error" and not result.case_fingerprint
 
 
-def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
+def _manifest_gates(
+    results: Iterable[CaseResult], rootdir: Path, collected: Iterable[str] = ()
+) -> tuple[list[Gate], list[str]]:
     gates: list[Gate] = []
     problems: list[str] = []
-    manifests: dict[str, bool] = {}  # manifest -> whether an error item already reports it
+    # manifest -> whether an error item already reports it
+    manifests: dict[str, bool] = dict.fromkeys(collected, False)
     for result in results:
         if ".llmeval.yaml::" in result.nodeid:
             name = result.nodeid.split("::", 1)[0]

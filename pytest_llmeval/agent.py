@@ -20,11 +20,12 @@ import inspect
 import json
 import math
 import time
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 from pytest_llmeval.broker import ToolBroker
 from pytest_llmeval.context import emit
 from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.loading import a_json_type
 from pytest_llmeval.models import (
     EvalCase,
     LoglikRequest,
@@ -152,6 +153,10 @@ class EndpointAgent:
         return to_transcript(reply, case, wall_ms)
 
 
+_LENGTHS = ("token_count", "char_length", "byte_length")
+"""The lengths a log-likelihood is normalised by: none may be negative."""
+
+
 async def score_choices(runner: Any, case: EvalCase) -> Transcript:
     """Score a multiple-choice case: the log-likelihood of each option given the context."""
     assert case.choices is not None
@@ -177,6 +182,18 @@ async def score_choices(runner: Any, case: EvalCase) -> Transcript:
     if bad:  # an error for the case, never a silent pick among the rest
         values = ", ".join(f"option {i}: {logliks[i].logprob_sum}" for i in bad)
         raise RunnerError(f"non-finite log-likelihood ({values})", kind="protocol")
+    # a probability is at most 1, so a log-likelihood is at most 0: above is no score at all
+    # (a sign slip in the runner), and a negative token count no length to normalise by
+    impossible = [f"option {i}: logprob_sum {x.logprob_sum}" for i, x in enumerate(logliks)
+                  if x.logprob_sum > 0]  # fmt: skip
+    impossible += [f"option {i}: {name} {getattr(x, name)}" for i, x in enumerate(logliks)
+                   for name in _LENGTHS if getattr(x, name) < 0]  # fmt: skip
+    if impossible:
+        raise RunnerError(
+            f"impossible log-likelihood ({', '.join(impossible)}): a log-probability sum is "
+            "at most 0 and a length 0 or more",
+            kind="protocol",
+        )
     emit("loglikelihood", options=len(requests))
     return Transcript(
         messages=list(case.messages),
@@ -255,20 +272,70 @@ def _as_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
 
 
 def _response_from_dict(data: dict[str, Any]) -> AgentResponse:
-    calls = data.get("toolCalls", data.get("tool_calls")) or []
-    records = [
-        ToolCallRecord(
-            name=str(c["name"]),
-            params=dict(c.get("params") or c.get("arguments") or {}),
-            success=bool(c.get("success", True)),
-            duration_ms=float(c.get("durationMs", c.get("duration_ms", 0.0)) or 0.0),
-            source="endpoint",
-        )
-        for c in calls
-    ]
+    """A tool-forge style reply (``{response, toolCalls, durationMs}``, or the snake-case
+    keys), held to the endpoint contract: a reply that breaks it is the agent's error, never a
+    scored miss (``{"foo": 1}`` is no empty answer, ``null`` no "None", ``"false"`` no
+    success)."""
+    text = data.get("response")
+    if not isinstance(text, str):
+        got = "nothing (missing)" if "response" not in data else a_json_type(text)
+        _bad_reply(f"field 'response': expected a string, got {got}")
+    key = "toolCalls" if "toolCalls" in data else "tool_calls"
+    calls = data.get(key)
+    if calls is None:
+        calls = []
+    if not isinstance(calls, list):
+        _bad_reply(f"field {key!r}: expected an array, got {a_json_type(calls)}")
+    records = [_tool_call(f"{key}[{i}]", raw) for i, raw in enumerate(calls)]
     duration = data.get("durationMs", data.get("duration_ms"))
     return AgentResponse(
-        response=str(data.get("response", "")),
+        response=text,
         tool_calls=records,
-        duration_ms=float(duration) if duration is not None else None,
+        duration_ms=None if duration is None else _number(duration, "durationMs"),
+    )
+
+
+def _tool_call(where: str, raw: Any) -> ToolCallRecord:
+    """One reported tool call: a non-empty string ``name``, a boolean ``success`` (true when
+    missing), an object of ``params`` (or ``arguments``), a number ``durationMs``."""
+    if not isinstance(raw, dict):
+        _bad_reply(f"field '{where}': expected an object, got {a_json_type(raw)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        shown = repr(name) if isinstance(name, str) else a_json_type(name)
+        _bad_reply(f"field '{where}.name': expected a non-empty string, got {shown}")
+    success = raw.get("success", True)
+    if success is None:
+        success = True
+    if not isinstance(success, bool):
+        _bad_reply(f"field '{where}.success': expected a boolean, got {a_json_type(success)}")
+    params = raw.get("params", raw.get("arguments"))
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        _bad_reply(f"field '{where}.params': expected an object, got {a_json_type(params)}")
+    duration = raw.get("durationMs", raw.get("duration_ms"))
+    return ToolCallRecord(
+        name=name,
+        params=params,
+        success=success,
+        duration_ms=0.0 if duration is None else _number(duration, f"{where}.durationMs"),
+        source="endpoint",
+    )
+
+
+def _number(value: Any, where: str) -> float:
+    """A reported number (its finiteness is checked with every timing, in
+    :func:`to_transcript`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _bad_reply(f"field '{where}': expected a number, got {a_json_type(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _bad_reply(what: str) -> NoReturn:
+    raise RunnerError(
+        f"the agent returned a dict that breaks the reply contract: {what}", kind="agent"
     )

@@ -8,6 +8,7 @@ in :mod:`pytest_llmeval.settings`, which does not import pytest; here every bad 
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -116,8 +117,21 @@ def from_config(config: pytest.Config) -> Settings:
             raise pytest.UsageError(
                 f"--llmeval-rate-limit takes {RATE_FORM}; got {values['rate_limit']!r}: {exc}"
             ) from None
+    _sampling(values)
     _spending(values)
     return Settings(**values)
+
+
+def _sampling(values: dict[str, Any]) -> None:
+    """Temperatures are 0 or more and ``top_p`` is in (0, 1]: anything else is a typo the
+    backend would reject on every case, or silently clamp."""
+    for name in ("temperature", "judge_temperature"):
+        if values[name] < 0:
+            flag = "--llmeval-" + name.replace("_", "-")
+            raise pytest.UsageError(f"{flag} takes a number, 0 or more; got {values[name]}")
+    top_p = values["top_p"]
+    if top_p is not None and not 0 < top_p <= 1:
+        raise pytest.UsageError(f"--llmeval-top-p takes a number above 0, at most 1; got {top_p}")
 
 
 def _spending(values: dict[str, Any]) -> None:
@@ -195,9 +209,12 @@ def _convert(spec: OptionSpec, raw: Any, source: str, rootdir: Path) -> Any:
         if spec.type == "int":
             return int(text)
         if spec.type == "float":
-            return float(text)
+            number = float(text)
+            if not math.isfinite(number):  # nan or inf: no timeout, temperature or budget
+                raise ValueError(text)
+            return number
     except ValueError:
-        kind = "a whole number" if spec.type == "int" else "a number"
+        kind = "a whole number" if spec.type == "int" else "a finite number"
         raise pytest.UsageError(f"{source} takes {kind}, got {text!r}") from None
     if spec.type == "choice":
         if text not in spec.choices:

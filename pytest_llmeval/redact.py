@@ -22,8 +22,9 @@ failure messages, junit properties). It replaces with ``[REDACTED]``:
   configured URLs (:func:`url_secrets`) and the secret-named values of ``--llmeval-extra-body``
   (:func:`named_secrets`). A literal value is masked wherever it appears, whatever the shape
   of the text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``;
-  :data:`PLACEHOLDER_KEYS`) and values under :data:`MIN_SECRET_LENGTH` characters are not
-  secrets: they would be masked in, and found by the leak check in, ordinary text.
+  :data:`PLACEHOLDER_KEYS`), values under :data:`MIN_SECRET_LENGTH` characters and plain
+  numbers or dates are not secrets: they would be masked in, and found by the leak check in,
+  ordinary text (a report's timestamps).
 
 :meth:`Redactor.argv` redacts a command line the same way, and also the value given to a
 secret-named option (``--token X``, ``--api-key=X``, ``-o api_key=X``).
@@ -102,11 +103,23 @@ MIN_SEGMENT_LENGTH = 20
 """The shortest URL path segment that can look like a key by its shape alone."""
 
 
+_ORDINARY = re.compile(r"[0-9 :./,+\-TZ]+")
+"""A number, a date or a timestamp (``2026-11-26``, ``20261126``, ``2026-11-26T09:00:00Z``,
+``3.14159265``): not a key any provider issues, and every report holds such text (its start
+and finish times), so the leak check would fail every clean run on it."""
+
+
 def is_placeholder(value: str) -> bool:
     """Whether a key variable's value is not treated as a secret: shorter than
-    :data:`MIN_SECRET_LENGTH`, or one of the well-known :data:`PLACEHOLDER_KEYS` (any case)."""
+    :data:`MIN_SECRET_LENGTH`, one of the well-known :data:`PLACEHOLDER_KEYS` (any case), or
+    an ordinary number or date (:data:`_ORDINARY`). The session says so once (the values are
+    then neither masked nor looked for by the leak check)."""
     value = value.strip()
-    return len(value) < MIN_SECRET_LENGTH or value.lower() in PLACEHOLDER_KEYS
+    return (
+        len(value) < MIN_SECRET_LENGTH
+        or value.lower() in PLACEHOLDER_KEYS
+        or (_ORDINARY.fullmatch(value) is not None and any(c.isdigit() for c in value))
+    )
 
 
 def looks_secret(segment: str) -> bool:

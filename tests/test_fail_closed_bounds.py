@@ -125,6 +125,62 @@ def test_the_largest_counts_are_accepted(pytester: pytest.Pytester) -> None:
     assert _rows(pytester.path / "run")["good-0"]["repeats"]["n"] == 3  # type: ignore[index]
 
 
+BAD_FLOATS = [
+    ("--llmeval-timeout=nan", (), "ERROR: --llmeval-timeout takes a finite number, got 'nan'"),
+    ("--llmeval-timeout=inf", (), "ERROR: --llmeval-timeout takes a finite number, got 'inf'"),
+    ("--llmeval-progress=nan", (), "ERROR: --llmeval-progress takes a finite number, got 'nan'"),
+    (
+        "--llmeval-temperature=nan",
+        (),
+        "ERROR: --llmeval-temperature takes a finite number, got 'nan'",
+    ),
+    (
+        "--llmeval-temperature=-1",
+        (),
+        "ERROR: --llmeval-temperature takes a number, 0 or more; got -1.0",
+    ),
+    ("--llmeval-top-p=1.5", (), "ERROR: --llmeval-top-p takes a number above 0, at most 1; *"),
+    (
+        "--llmeval-judge-temperature=inf",
+        (),
+        "ERROR: --llmeval-judge-temperature takes a finite number, got 'inf'",
+    ),
+    (
+        None,
+        (("PYTEST_LLMEVAL_JUDGE_TEMPERATURE", "inf"),),
+        "ERROR: environment variable PYTEST_LLMEVAL_JUDGE_TEMPERATURE takes a finite number, "
+        "got 'inf'",
+    ),
+    (
+        None,
+        (("PYTEST_LLMEVAL_TIMEOUT", "NaN"),),
+        "ERROR: environment variable PYTEST_LLMEVAL_TIMEOUT takes a finite number, got 'NaN'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("arg", "env", "line"), BAD_FLOATS, ids=[str(b[0] or b[1]) for b in BAD_FLOATS]
+)
+def test_a_number_option_that_is_not_finite_or_in_range_is_a_usage_error(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    arg: str | None,
+    env: tuple[tuple[str, str], ...],
+    line: str,
+) -> None:
+    """A timeout, temperature or progress interval of NaN or infinity is never a setting
+    (an endless case, a NaN sent to the backend): one usage error before any case."""
+    write_json(pytester, "qa.golden.json", _good())
+    for key, value in env:
+        monkeypatch.setenv(key, value)
+    args = (arg,) if arg else ()
+    result = pytester.runpytest(*ECHO, *args, "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert not (pytester.path / "run").exists()
+
+
 # -- a data row: that row's error, the other cases run ---------------------------------------
 
 BAD_ROW_REPEATS = [

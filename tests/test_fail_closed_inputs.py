@@ -284,6 +284,39 @@ def test_a_real_key_is_still_a_secret(
     assert _outcomes(_results(pytester)) == {"[REDACTED].golden.json::a": "passed"}
 
 
+@pytest.mark.parametrize("value", ["2026-11-26", "20261126", "1700000000", "3.14159265"])
+def test_a_date_or_number_is_not_a_secret(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A ``--llmeval-secret-env`` variable holding a plain date or number would be found by
+    the leak check in every report's timestamps (the manifest's ``started``): it is not a key
+    any provider issues, so it is not treated as a secret, and the run says so once."""
+    from datetime import datetime, timezone
+
+    if value == "2026-11-26":  # the date the manifest's timestamps hold
+        value = datetime.now(timezone.utc).date().isoformat()
+    monkeypatch.setenv("MY_SERVICE_SECRET", value)
+    (pytester.path / "qa.golden.json").write_text(json.dumps([_row("a")]), encoding="utf-8")
+    result = _run(pytester, "--llmeval-secret-env", "MY_SERVICE_SECRET", *GATE)
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert "leak check:" not in out
+    assert out.count("MY_SERVICE_SECRET holds a placeholder key") == 1
+    assert "a plain number or date" in out
+    assert _outcomes(_results(pytester)) == {"qa.golden.json::a": "passed"}
+    assert _gates(pytester) == {"golden.pass_rate>=0.5": "passed"}
+    manifest = (pytester.path / "run" / "manifest.json").read_text(encoding="utf-8")
+    assert "[REDACTED]" not in manifest
+
+
+def test_a_key_with_digits_and_letters_is_still_a_secret() -> None:
+    from pytest_llmeval.redact import is_placeholder
+
+    assert not is_placeholder("2026-11-26-a9f3k")
+    assert not is_placeholder("sk-20261126")
+    assert is_placeholder("2026-11-26T09:00:00Z") and is_placeholder("12345678")
+
+
 def test_which_path_segments_look_like_keys() -> None:
     from pytest_llmeval.redact import MASK, looks_secret, public_url
 

@@ -356,6 +356,39 @@ def test_a_killed_worker_case_is_an_error_and_resume_runs_it(
     assert _gates(run) == {"golden.pass_rate>=1": "passed"}
 
 
+def test_a_worker_killed_after_its_case_was_judged_makes_the_run_red(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker SIGKILLed in the teardown of a case it already judged: the result stands (no
+    case lost, none run twice), but xdist reports that case failed in the terminal and junit,
+    and a crashed worker is an infrastructure fault: the run is red under ``--llmeval-exit-on
+    gates`` too, so CI red and the exit status agree."""
+    pytest.importorskip("xdist")
+    pytester.makeconftest(
+        RUNNER + "\n\ndef pytest_runtest_teardown(item):\n"
+        "    if item.name == os.environ.get('LLMEVAL_TEST_KILL_AFTER'):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    write_json(
+        pytester, "qa.golden.json", [{"id": i, "input": i, "expected_output": i} for i in IDS]
+    )
+    monkeypatch.setenv("LLMEVAL_TEST_KILL_AFTER", "c07")
+    result = pytester.runpytest(
+        *BASE, "-n", "2", "--llmeval-run-dir", "run", "--llmeval-gate", "golden.pass_rate>=1",
+        "--llmeval-exit-on", "gates",
+    )  # fmt: skip
+    monkeypatch.delenv("LLMEVAL_TEST_KILL_AFTER")
+    run = pytester.path / "run"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _all_written(run)
+    outcomes = _outcomes(run)
+    assert sorted(outcomes) == IDS and set(outcomes.values()) == {"passed"}
+    assert _gates(run) == {"golden.pass_rate>=1": "passed"}
+    result.stdout.fnmatch_lines(
+        ["worker crashed: xdist worker gw* died after qa.golden.json::c07 was judged*"]
+    )
+
+
 def test_workers_given_up_on_leave_an_incomplete_run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -639,3 +672,24 @@ def test_a_full_disk_is_recorded_as_the_journal_stopping(
         full.stdout.fnmatch_lines(["*could not write the journal *: No space left on device; *"])
     # the reports may not fit the full disk: the terminal says why the run stopped
     full.stdout.fnmatch_lines(["llmeval: interrupted (journal): * of 40 cases ran*"])
+
+
+def test_the_resume_hint_names_the_real_run_dir_with_equals(pytester: pytest.Pytester) -> None:
+    """A spaced ``--llmeval-resume PATH`` moves pytest's rootdir: every hint a cut-short run
+    prints is the ``=`` form, with the run dir's real path, ready to paste."""
+    _project(pytester)
+    kept = '{"baseline_version": "1", "kept": true}\n'
+    (pytester.path / "baseline.json").write_text(kept)
+    result = pytester.runpytest(
+        *BASE, "-x", "--llmeval-run-dir", "run", "--llmeval-update-baseline", "baseline.json"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    run = pytester.path / "run"
+    out = result.stdout.str()
+    assert "--llmeval-resume RUN_DIR" not in out
+    assert f"--llmeval-resume={run} runs the rest" in out
+    assert (
+        f"finish it with --llmeval-resume={run} "
+        f"--llmeval-update-baseline={pytester.path / 'baseline.json'})" in out
+    )
+    assert "--llmeval-resume=RUN\\_DIR runs the rest" in (run / "summary.md").read_text()

@@ -553,3 +553,138 @@ def test_a_judge_reply_nested_too_deeply_is_an_audited_judge_error(
     ]  # fmt: skip
     assert "nested too deeply to be a verdict" in audit[1][2]
     assert _gates(run) == {"golden.pass_rate>=0.5": "failed", "*.errors==0": "failed"}
+
+
+# -- an impossible log-likelihood is the case's error ----------------------------------------
+
+LOGLIK_CONFTEST = """
+from pytest_llmeval.models import Loglik
+
+class Scorer:
+    name = "signed"
+    def fingerprint(self):
+        return {"type": "signed"}
+    async def aclose(self):
+        pass
+    async def generate(self, request):
+        raise AssertionError("mcq-loglik never generates")
+    async def loglikelihood(self, requests):
+        # the right option (cannot_answer, index 3) most likely; a context holding FLIP-ME gets
+        # a positive "log-likelihood" for option 0, NEG-ME a negative token count
+        out = []
+        for i, r in enumerate(requests):
+            value, tokens = (-1.0 if i == 3 else -5.0), 3
+            if "FLIP-ME" in r.context and i == 0:
+                value = 2.0
+            if "NEG-ME" in r.context and i == 1:
+                tokens = -4
+            out.append(Loglik(logprob_sum=value, token_count=tokens,
+                              char_length=len(r.continuation),
+                              byte_length=len(r.continuation.encode())))
+        return out
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("signed", lambda settings: Scorer())
+"""
+
+
+def _w2c_row(uuid: str, question: str) -> dict[str, Any]:
+    tool = {"name": "get_weather", "description": "Weather of a city.",
+            "parameters": {"type": "dict", "required": ["city"],
+                           "properties": {"city": {"type": "string"}}}}  # fmt: skip
+    return {
+        "uuid": uuid, "source": "test", "source_id": uuid, "question": question,
+        "correct_answer": "cannot_answer", "target_tool": None, "tools": [json.dumps(tool)],
+        "answers": {
+            "direct": "It is sunny.",
+            "tool_call": json.dumps({"name": "get_weather", "arguments": {"city": "Oslo"}}),
+            "request_for_info": "Which city?",
+            "cannot_answer": "I cannot tell.",
+        },
+    }  # fmt: skip
+
+
+def test_a_positive_log_likelihood_is_the_cases_error_never_a_pick(
+    pytester: pytest.Pytester,
+) -> None:
+    """A log-probability sum is at most 0: a runner that answers +2.0 has a sign slip, and
+    picking by it would score a guess. That case is a protocol error; the others are judged."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(LOGLIK_CONFTEST)
+    rows = [_w2c_row("ok", "Can you read my mind?"), _w2c_row("flip", "FLIP-ME please"),
+            _w2c_row("neg", "NEG-ME please")]  # fmt: skip
+    path = pytester.path / "when2call_rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = pytester.runpytest(
+        "--llmeval-runner", "signed", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "when2call.acc>=0.5", "--llmeval-exit-on", "gates",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows_out = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert {k: r["outcome"] for k, r in rows_out.items()} == {
+        "ok": "passed", "flip": "error", "neg": "error",
+    }  # fmt: skip
+    assert "option 0: logprob_sum 2.0" in rows_out["flip"]["error"]
+    assert "option 1: token_count -4" in rows_out["neg"]["error"]
+    body = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert body["suites"]["when2call"]["errors"] == 2
+
+
+# -- a user's agent that breaks the reply contract is the case's agent error -----------------
+
+REPLY_CONFTEST = """
+import pytest
+
+REPLIES = {
+    "no-response": {"foo": 1},
+    "null-response": {"response": None},
+    "string-success": {"response": "ok", "toolCalls": [{"name": "t", "success": "false"}]},
+    "calls-not-a-list": {"response": "ok", "toolCalls": "t"},
+    "nameless-call": {"response": "ok", "toolCalls": [{"success": True}]},
+    "string-duration": {"response": "ok", "durationMs": "5"},
+    "params-a-list": {"response": "ok", "toolCalls": [{"name": "t", "params": [1]}]},
+    "good": {"response": "good", "toolCalls": [{"name": "t", "success": True}]},
+}
+
+class Replier:
+    def run(self, case, broker):
+        return REPLIES[case.user_message]
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Replier()
+"""
+
+BAD_REPLIES = {
+    "no-response": "field 'response': expected a string, got nothing (missing)",
+    "null-response": "field 'response': expected a string, got null",
+    "string-success": "field 'toolCalls[0].success': expected a boolean, got a string",
+    "calls-not-a-list": "field 'toolCalls': expected an array, got a string",
+    "nameless-call": "field 'toolCalls[0].name': expected a non-empty string, got null",
+    "string-duration": "field 'durationMs': expected a number, got a string",
+    "params-a-list": "field 'toolCalls[0].params': expected an object, got an array",
+}
+
+
+def test_an_agent_reply_that_breaks_the_contract_is_the_cases_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """``{"foo": 1}`` is no empty answer, ``{"response": null}`` no "None" and
+    ``"success": "false"`` no success: each is that case's agent error, red under
+    ``--llmeval-exit-on gates`` too, never an expected miss."""
+    pytester.makeconftest(REPLY_CONFTEST)
+    rows = [{"id": k, "input": k, "expected_output": "never"} for k in BAD_REPLIES]
+    rows.append({"id": "good", "input": "good", "expected_output": "good"})
+    write_json(pytester, "qa.golden.json", rows)
+    result = pytester.runpytest(
+        "--llmeval-run-dir", "run", "--llmeval-exit-on", "gates",
+        "--llmeval-gate", "golden.pass_rate>=0.0",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, errors=len(BAD_REPLIES))  # good and the gate pass
+    out = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert out["good"]["outcome"] == "passed"
+    for case_id, message in BAD_REPLIES.items():
+        assert out[case_id]["outcome"] == "error", case_id
+        assert out[case_id]["xfailed"] is False, case_id
+        assert message in out[case_id]["error"], (case_id, out[case_id]["error"])

@@ -237,6 +237,75 @@ def test_under_xdist_it_is_still_one_usage_error(
     assert not (pytester.path / "run").exists()
 
 
+SORTED = [
+    {"id": "w1", "input": "sun", "expected_output": "sun", "category": "weather"},
+    {"id": "w2", "input": "rain", "expected_output": "rain", "category": "weather"},
+    {"id": "m1", "input": "two", "expected_output": "two", "category": "math"},
+]
+
+
+@pytest.mark.parametrize(
+    ("gate", "line"),
+    [
+        (
+            "golden.categories.smoke.pass_rate>=0.9 optional",
+            "ERROR: --llmeval-gate 'golden.categories.smoke.pass_rate>=0.9 optional': no "
+            "collected case of suite 'golden' has the category 'smoke' (categories: math, "
+            "weather)",
+        ),
+        (
+            "golden.categories.wether.pass_rate>=0.9",
+            "*has the category 'wether'; did you mean weather? (categories: math, weather)",
+        ),
+        (
+            "golden.mean_scores.exact_matc>=0.9",
+            "ERROR: --llmeval-gate 'golden.mean_scores.exact_matc>=0.9': no scorer of suite "
+            "'golden' has the score 'exact_matc'; did you mean exact_match? (scores: *",
+        ),
+        (
+            "golden.mean_scores.judgement>=0.9 optional",
+            "*no scorer of suite 'golden' has the score 'judgement'*rubric.<name>)",
+        ),
+    ],
+    ids=["optional-category", "category-typo", "score-typo", "optional-score"],
+)
+def test_an_optional_gate_never_hides_a_typo(
+    pytester: pytest.Pytester, gate: str, line: str
+) -> None:
+    """``optional`` says "n/a is expected", not "any name goes": a category no collected case
+    has, or a score name no scorer gives, is one usage error before any case runs."""
+    write_json(pytester, "qa.golden.json", SORTED)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-gate", gate, "--llmeval-run-dir", "run"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert not (pytester.path / "run").exists()
+
+
+def test_gates_on_real_categories_and_scores_still_run(pytester: pytest.Pytester) -> None:
+    """The names the data and the scorers do have are accepted: a category that is wholly
+    deselected is ``partial``, a judged score with nothing to judge is an optional ``n/a``."""
+    write_json(pytester, "qa.golden.json", SORTED)
+    gates = [
+        "golden.categories.weather.pass_rate>=1",
+        "golden.categories.math.pass_rate>=1",
+        "golden.mean_scores.exact_match>=1",
+        "golden.mean_scores.rubric.correctness>=0.5 optional",
+    ]
+    args = [arg for gate in gates for arg in ("--llmeval-gate", gate)]
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", *args, "-k", "not m1", "--llmeval-run-dir", "run"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    assert _gate_statuses(pytester.path / "run") == {
+        "golden.categories.weather.pass_rate>=1": "partial",
+        "golden.categories.math.pass_rate>=1": "partial",
+        "golden.mean_scores.exact_match>=1": "partial",
+        "golden.mean_scores.rubric.correctness>=0.5": "partial",
+    }
+
+
 OWN_RUNNER = """
 import pytest
 from pytest_llmeval.runners.echo import EchoRunner
@@ -310,6 +379,67 @@ def test_a_run_where_every_case_errored_is_red(pytester: pytest.Pytester, exit_o
     assert not junit.findall(".//testcase/skipped")
 
 
+SKIPPING = {
+    "fixture-skips": """
+import pytest
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    pytest.skip("OPENAI_API_KEY not set")
+""",
+    "agent-skips": """
+import pytest
+
+class Agent:
+    def run(self, case, broker):
+        pytest.skip("not today")
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+""",
+    "agent-xfails": """
+import pytest
+
+class Agent:
+    def run(self, case, broker):
+        pytest.xfail("known broken")
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+""",
+}
+
+
+@pytest.mark.parametrize("exit_on", ["all", "gates"])
+@pytest.mark.parametrize("conftest", sorted(SKIPPING))
+def test_a_run_in_which_every_case_was_skipped_is_red(
+    pytester: pytest.Pytester, conftest: str, exit_on: str
+) -> None:
+    """A conftest whose agent fixture skips when a key is missing, or an agent that skips or
+    xfails every case: nothing was judged, so the run is red with one line saying so."""
+    pytester.makeconftest(SKIPPING[conftest])
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-run-dir", "run", "--llmeval-exit-on", exit_on)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester.path / "run") == {"a": "skipped", "b": "skipped"}
+    result.stdout.fnmatch_lines(["nothing was judged: all 2 eval case(s) were skipped*"])
+
+
+def test_a_run_with_one_judged_case_is_not_nothing_judged(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[0].add_marker(pytest.mark.skip(reason='later'))\n"
+    )
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.OK
+    assert _outcomes(pytester.path / "run") == {"a": "skipped", "b": "passed"}
+    assert "nothing was judged" not in result.stdout.str()
+
+
 def test_under_exit_on_gates_a_miss_is_xfailed_an_error_is_not(pytester: pytest.Pytester) -> None:
     """A scored miss informs (xfail, the gates decide); an errored case (a judge that is down)
     stays an error and fails the run, though the gate holds."""
@@ -360,7 +490,10 @@ def test_a_gate_with_nothing_to_judge_fails_unless_optional(pytester: pytest.Pyt
     pass rate judged nothing. Such a gate fails; declared optional it is ``n/a``."""
     write_json(pytester, "qa.golden.json", CASES)
     pytester.makeconftest(DOWN)
-    gates = ("golden.mean_scores.exact_match>=0.5", "golden.mean_scores.contains>=0.5 optional")
+    gates = (
+        "golden.mean_scores.exact_match>=0.5",
+        "golden.mean_scores.contains_keywords>=0.5 optional",
+    )
     args = [arg for gate in gates for arg in ("--llmeval-gate", gate)]
     result = pytester.runpytest(
         "--llmeval-runner", "down", "--llmeval-exit-on", "gates", *args,
@@ -369,16 +502,18 @@ def test_a_gate_with_nothing_to_judge_fails_unless_optional(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     run = pytester.path / "run"
     assert _gate_statuses(run) == {
-        "golden.mean_scores.contains>=0.5": "n/a",
+        "golden.mean_scores.contains_keywords>=0.5": "n/a",
         "golden.mean_scores.exact_match>=0.5": "failed",
     }
     optional = next(
-        r for r in _report(run)["gates"]["results"] if r["gate"]["name"].endswith("contains>=0.5")
+        r
+        for r in _report(run)["gates"]["results"]
+        if r["gate"]["name"].endswith("contains_keywords>=0.5")
     )
     assert optional["gate"]["optional"] is True
     result.stdout.fnmatch_lines(
         [
-            "gate golden.mean_scores.contains>=0.5: n/a (*no case that ran produced it)"
+            "gate golden.mean_scores.contains_keywords>=0.5: n/a (*no case that ran produced it)"
             " (optional))",
             "gate golden.mean_scores.exact_match>=0.5: FAILED (*no such metric*",
         ]
@@ -422,7 +557,13 @@ def test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable(tmp_path: 
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
-    assert _gate_statuses(run) == {"golden.pass_rate>=0.5": "partial"}
+    # the gates of the manifests whose cases were all deselected too: partial, never dropped
+    assert _gate_statuses(run) == {
+        "golden.pass_rate>=0.5": "partial",
+        "golden.pass_rate.low>=0.5": "partial",
+        "when2call.n==24": "partial",
+        "when2call.tool_hallucination_n==4": "partial",
+    }
     assert set(_outcomes(run).values()) == {"passed"}
     assert "gate golden.pass_rate>=0.5: partial (" in done.stdout
     junit = ET.parse(tmp_path / "junit.xml").getroot()
@@ -435,6 +576,59 @@ def test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable(tmp_path: 
     )  # fmt: skip
     assert whole.returncode == 0, whole.stdout[-3000:]
     assert set(_gate_statuses(tmp_path / "whole").values()) == {"passed"}
+
+
+@pytest.mark.parametrize("data", [None, []], ids=["no-eval-file", "empty-golden-file"])
+@pytest.mark.parametrize("gate", ["golden.pass_rate>=0.9", "*.pass_rate>=0.9"])
+def test_a_gate_when_no_eval_case_was_collected_is_a_usage_error(
+    pytester: pytest.Pytester, data: list[Any] | None, gate: str
+) -> None:
+    """A gate over nothing is not passed by silence: one usage error, nothing written."""
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    if data is not None:
+        write_json(pytester, "qa.golden.json", data)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-gate", gate, "--llmeval-exit-on", "gates",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --llmeval-gate {gate!r}: *"])
+    assert not (pytester.path / "run").exists()
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_gate_whose_cases_were_all_deselected_is_partial_everywhere(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """``-k`` selecting only a python test: the CLI gate and the manifest's gate are judged on
+    no case of theirs, so each is ``partial`` in the terminal, junit and report.json, never
+    dropped; the run is not red."""
+    if workers:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    write_json(pytester, "qa.golden.json", CASES)
+    write_json(pytester, "data.json", MISSING)
+    pytester.makefile(
+        ".llmeval.yaml", m="suite: golden\ndata: data.json\ngates: [pass_rate >= 0.4]\n"
+    )
+    result = pytester.runpytest(
+        *workers, "--llmeval-runner", "echo", "-k", "test_ok", "--llmeval-gate",
+        "golden.pass_rate>=0.9", "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    run = pytester.path / "run"
+    assert _outcomes(run) == {}
+    statuses = {"golden.pass_rate>=0.9": "partial", "golden.pass_rate>=0.4": "partial"}
+    assert _gate_statuses(run) == statuses
+    assert _report(run)["deselected"] == {"golden": 4}
+    result.stdout.fnmatch_lines(["gate golden.pass_rate>=0.4: partial (*"])
+    result.stdout.fnmatch_lines(["gate golden.pass_rate>=0.9: partial (*"])
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    gates = {
+        c.get("name"): c for c in junit.iter("testcase") if c.get("classname") == "llmeval-gates"
+    }
+    assert set(gates) == set(statuses)
+    assert all(c.find("skipped") is not None for c in gates.values())
 
 
 @pytest.mark.parametrize("optional", [False, True])
@@ -494,6 +688,30 @@ def test_optional_is_spelled_alike_on_the_command_line_and_in_manifests() -> Non
     # written only when true: reports of gates that are not optional are unchanged
     assert "optional" not in parse_gate("golden.pass_rate>=0.5").model_dump()
     assert parse_gate("golden.pass_rate>=0.5 optional").model_dump()["optional"] is True
+
+
+@pytest.mark.parametrize("value", ['"0.9"', "true", "'1'"])
+def test_a_manifest_gate_value_that_is_not_a_number_is_refused(
+    pytester: pytest.Pytester, value: str
+) -> None:
+    """``value: "0.9"`` is refused as ``value: true`` is: the gate could not be read, so the
+    run is red, and it is never read as a threshold."""
+    write_json(pytester, "data.json", CASES)
+    pytester.makefile(
+        ".llmeval.yaml",
+        m=f"suite: golden\ndata: data.json\ngates:\n"
+        f"  - {{metric: pass_rate, op: '>=', value: {value}}}\n",
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml", "junit.xml"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester.path / "run") == {"a": "passed", "b": "passed"}
+    assert _gate_statuses(pytester.path / "run") == {}
+    result.stdout.fnmatch_lines(["*m.llmeval.yaml: gates: bad gate value *: expected a number*"])
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    (gate,) = [c for c in junit.iter("testcase") if c.get("classname") == "llmeval-gates"]
+    assert gate.find("failure") is not None
 
 
 STATUSES: tuple[GateStatus, ...] = ("passed", "failed", "partial", "inconclusive", "warn", "n/a")
@@ -556,13 +774,16 @@ def test_summary_md_and_junit_show_each_gates_status(pytester: pytest.Pytester) 
     write_json(pytester, "qa.golden.json", rows)
     result = pytester.runpytest(
         "--llmeval-runner", "echo", "-k", "first", "--llmeval-gate", "golden.pass_rate>=0.5",
-        "--llmeval-gate", "golden.mean_scores.contains>=0.5 optional",
+        "--llmeval-gate", "golden.mean_scores.contains_keywords>=0.5 optional",
         "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.OK
     run = pytester.path / "run"
     assert _outcomes(run) == {"first": "passed"}
-    statuses = {"golden.mean_scores.contains>=0.5": "partial", "golden.pass_rate>=0.5": "partial"}
+    statuses = {
+        "golden.mean_scores.contains_keywords>=0.5": "partial",
+        "golden.pass_rate>=0.5": "partial",
+    }
     assert _gate_statuses(run) == statuses
     summary = (run / "summary.md").read_text(encoding="utf-8")
     for name, status in statuses.items():

@@ -196,8 +196,8 @@ def test_parse_gate_spec_forms() -> None:
     structured = parse_gate_spec({"metric": "golden.pass_rate", "op": ">=", "value": 0.9})
     assert [g.name for g in structured] == ["golden.pass_rate>=0.9"]
     assert structured[0].source == "manifest"
-    as_text = parse_gate_spec({"metric": "golden.failed", "op": "==", "value": "0"})
-    assert as_text[0].name == "golden.failed==0"
+    as_int = parse_gate_spec({"metric": "golden.failed", "op": "==", "value": 0})
+    assert as_int[0].name == "golden.failed==0"
     mapping = parse_gate_spec(
         {"golden.pass_rate": ">= 0.9", "toolforge.failed": "==0"}, source="header"
     )
@@ -237,6 +237,7 @@ def test_parse_gate_spec_default_suite() -> None:
         {"metric": "golden.pass_rate", "op": "~", "value": 0.9},
         {"metric": "golden.pass_rate", "op": ">=", "value": True},
         {"metric": "golden.pass_rate", "op": ">=", "value": "high"},
+        {"metric": "golden.pass_rate", "op": ">=", "value": "0.9"},
         {"metric": "golden.pass_rate", "op": ">=", "value": 0.9, "extra": 1},
         {"golden.pass_rate": 0.9},
         {"golden.pass_rate": "about 0.9"},

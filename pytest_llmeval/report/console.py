@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.clip import clip
@@ -127,14 +129,22 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     return "\n".join(out)
 
 
-def interrupted_line(interrupted: Interrupted | Mapping[str, Any]) -> str:
-    """What a run cut short says (the terminal, ``summary.md``)."""
+def interrupted_line(
+    interrupted: Interrupted | Mapping[str, Any], run_dir: Path | None = None
+) -> str:
+    """What a run cut short says (the terminal, ``summary.md``), with the resume command for
+    ``run_dir`` when it is known (written with ``=``: a spaced path moves pytest's rootdir)."""
     body = interrupted.model_dump() if isinstance(interrupted, Interrupted) else interrupted
     return (
         f"interrupted ({body['reason']}): {body['cases_run']} of {body['cases_total']} cases "
         "ran; gates judged only those (a gate that held is partial), and "
-        "--llmeval-resume RUN_DIR runs the rest"
+        f"{resume_option(run_dir)} runs the rest"
     )
+
+
+def resume_option(run_dir: Path | None) -> str:
+    """``--llmeval-resume=PATH`` for ``run_dir`` (shell-quoted), or with ``RUN_DIR``."""
+    return f"--llmeval-resume={shlex.quote(str(run_dir)) if run_dir else 'RUN_DIR'}"
 
 
 def _gates_markdown(section: Any) -> list[str]:
@@ -176,6 +186,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             + shown
             + (f", ... and {more} more" if more > 0 else "")
         )
+    lines += [fault.message for fault in verdict.faults if fault.kind in ("crash", "unjudged")]
     diff = verdict.baseline_diff
     if verdict.baseline_refusal is not None:
         lines.append(f"baseline: not compared: {verdict.baseline_refusal}")

@@ -18,7 +18,7 @@ Lookup rules (:func:`lookup_metric`):
 
 Nothing to judge: a metric that is ``null`` (``n/a``: no case that ran was eligible, all
 errored, or the data has none) or absent because no case produced it fails its gate, unless
-the gate is declared optional (:data:`OPTIONAL`: ``golden.mean_scores.judge>=0.8 optional``);
+the gate is declared optional (:data:`OPTIONAL`: ``golden.mean_scores.rubric>=0.8 optional``);
 an optional gate is then ``n/a``. A suite's own gates follow the same rule: their ``n/a`` fails.
 On a run that left cases of the suite out, such a gate is ``partial``.
 
@@ -161,7 +161,7 @@ def parse_gate_spec(
 
     * a string, as on the command line: ``"golden.pass_rate>=0.9"``;
     * a mapping ``{"metric": "golden.pass_rate", "op": ">=", "value": 0.9}`` (exactly these
-      keys, and ``optional: true`` if wanted; ``value`` a number or a numeric string);
+      keys, and ``optional: true`` if wanted; ``value`` a number, never a string);
     * a mapping of metric to ``"OP VALUE"``: ``{"golden.pass_rate": ">= 0.9",
       "toolforge.failed": "==0"}`` (seed-000 header style).
 
@@ -231,9 +231,14 @@ def _spec_structured(obj: Mapping[Any, Any], source: GateSource, default_suite: 
         raise ValueError(f"bad gate metric {path!r}: expected a dotted path such as pass_rate")
     if not isinstance(op, str) or op.strip() not in _OPS:
         raise ValueError(f"bad gate operator {op!r}: expected one of {', '.join(_OPS)}")
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"bad gate value {value!r}: expected a number")
-    number = float(value) if not isinstance(value, str) else _number(value, str(dict(obj)))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        # a quoted "0.9" is refused as true is: the structured form is typed, so a string
+        # there is a slip (a template left unfilled, a YAML quoting mistake), never a number
+        raise ValueError(f"bad gate value {value!r}: expected a number, unquoted (value: 0.9)")
+    try:
+        number = float(value)  # make_gate refuses NaN and the infinities
+    except OverflowError:
+        raise ValueError(f"bad gate value {value!r}: expected a finite number") from None
     suite, metric = _qualify(path, default_suite, str(dict(obj)))
     gate = make_gate(suite, metric, op.strip(), number, source, optional)
     return _in_range(gate, str(dict(obj)))

@@ -31,7 +31,7 @@ from pytest_llmeval.report.gates import TOTALS
 from pytest_llmeval.rundir.models import Gate, SuiteSection, Totals
 from pytest_llmeval.suites.base import Suite
 
-__all__ = ["MAX_SUGGESTIONS", "Shape", "shape_of", "unknown_metric"]
+__all__ = ["MAX_SUGGESTIONS", "Shape", "shape_of", "unknown_key", "unknown_metric"]
 
 MAX_SUGGESTIONS = 3
 """How many close metric names a "did you mean" offers."""
@@ -184,3 +184,36 @@ def _prefixes(parts: list[str], keys: Any) -> list[tuple[int, str]]:
         if key in known:
             out.append((end, key))
     return out
+
+
+def unknown_key(gate: Gate, suite: Suite | None, categories: set[str] | None) -> str | None:
+    """Why ``gate`` names a key its suite's report cannot hold, or ``None``: a category no
+    collected case of the suite has (``categories`` known), or a score name the suite cannot
+    produce (a suite with ``score_names()``, as golden's ``mean_scores``). An optional gate
+    would otherwise read ``n/a`` and hide the typo."""
+    head, _, rest = gate.metric.partition(".")
+    if head == "categories" and categories is not None and rest:
+        if any(key in categories for _, key in _prefixes(rest.split("."), categories)):
+            return None
+        name = rest.split(".", 1)[0]
+        return _unknown(gate, "category", name, sorted(categories))
+    score_names = getattr(suite, "score_names", None)
+    if head == "mean_scores" and rest and callable(score_names):
+        names, prefixes = score_names()
+        if rest in names or rest.startswith(tuple(prefixes)):
+            return None
+        shown = sorted(names) + [f"{p}<name>" for p in prefixes]
+        return _unknown(gate, "score", rest, shown)
+    return None
+
+
+def _unknown(gate: Gate, what: str, name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=MAX_SUGGESTIONS, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    where, plural = (
+        ("no collected case of", "categories") if what == "category" else ("no scorer of", "scores")
+    )
+    return (
+        f"{where} suite {gate.suite!r} has the {what} {name!r}{hint} "
+        f"({plural}: {', '.join(known[:40]) or 'none'})"
+    )

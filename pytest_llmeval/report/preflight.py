@@ -10,7 +10,8 @@ session checks what every case would otherwise fail on one by one:
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
   names a collected suite (or ``*``) and a metric that suite can produce
-  (:mod:`~pytest_llmeval.report.metric_paths`), with a did-you-mean.
+  (:mod:`~pytest_llmeval.report.metric_paths`): a category some collected case of the suite
+  has, a score name the suite can produce; with a did-you-mean.
 
 Without xdist the error is raised as :class:`pytest.UsageError`. A worker cannot stop the
 session that way (the controller would see a crashed worker), so it hands the message on a
@@ -32,7 +33,7 @@ from pytest_llmeval.compat import fixture_info
 from pytest_llmeval.errors import CaseFileError, ConfigError
 from pytest_llmeval.manifest import read_manifest
 from pytest_llmeval.report.gates import TOTALS, parse_gate, parse_gate_spec
-from pytest_llmeval.report.metric_paths import shape_of, unknown_metric
+from pytest_llmeval.report.metric_paths import shape_of, unknown_key, unknown_metric
 from pytest_llmeval.report.selection import deselections_key
 from pytest_llmeval.rundir.models import Gate
 from pytest_llmeval.state import LLMEvalState, state_key
@@ -62,11 +63,13 @@ def check(
     one usage error (handed to the controller from an xdist worker)."""
     config = session.config
     items = [item for item in session.items if is_eval_item(item) and item.runnable]
-    if not items:
-        return
+    if not items and config.pluginmanager.has_plugin("dsession"):
+        return  # the xdist controller collects nothing: its workers check
     state = config.stash[state_key]
     try:
-        _check_gates(config, state, items)
+        _check_gates(config, state, items)  # with no case selected too: never dropped
+        if not items:
+            return
         if not config.option.collectonly:
             if _uses_own_runner(items):
                 config.stash[_runner_key] = build_runner(config, state)
@@ -153,13 +156,23 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
             raise pytest.UsageError(f"--llmeval-gate: {exc}") from None
     gates += _manifest_gates(state, items)
     collected = config.stash[deselections_key].suites
+    categories = config.stash[deselections_key].categories
     every_file = not config.getoption("lf", False)  # --lf leaves whole files uncollected
+    if gates and not collected and every_file:
+        source, gate = gates[0]
+        raise pytest.UsageError(
+            f"{source}: no eval case was collected, so no gate can be judged (check the "
+            "paths given to pytest and the llmeval_files globs)"
+        )
     for source, gate in gates:
         elsewhere = not every_file and state.suites.get(gate.suite) is not None
         if gate.suite != TOTALS and gate.suite not in collected and not elsewhere:
             raise pytest.UsageError(f"{source}: {_no_suite(gate.suite, collected)}")
         shape = shape_of(gate.suite, state.suites.get(gate.suite))
         why = unknown_metric(gate, shape) if shape is not None else None
+        if why is None and gate.suite != TOTALS:
+            known = categories.get(gate.suite) if every_file else None
+            why = unknown_key(gate, state.suites.get(gate.suite), known)
         if why is not None:
             raise pytest.UsageError(f"{source}: {why}")
 

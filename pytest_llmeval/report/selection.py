@@ -29,6 +29,7 @@ __all__ = ["Deselections", "deselections_key"]
 deselections_key = pytest.StashKey["Deselections"]()
 
 _WORKER_KEY = "llmeval_deselected"
+_MANIFESTS_KEY = "llmeval_manifests"
 
 
 class Deselections:
@@ -41,6 +42,13 @@ class Deselections:
         """Node id -> suite of every eval item collected."""
         self.suites: set[str] = set()
         """The suites of every eval item collected, deselected or not (what gates may name)."""
+        self.manifests: set[str] = set()
+        """The ``*.llmeval.yaml`` manifests (as node id prefixes) of every eval item collected,
+        so their gates are judged (``partial``) when every case of theirs was deselected."""
+        self.categories: dict[str, set[str]] = {}
+        """The categories of every eval item collected, by suite (as ``report.json`` keys
+        them: ``(none)`` for a case without one), so a gate on a category no case has is a
+        usage error, not an optional ``n/a``."""
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
@@ -49,6 +57,11 @@ class Deselections:
             if isinstance(item, EvalItem):
                 self._collected[item.nodeid] = item.suite_name
                 self.suites.add(item.suite_name)
+                head = item.nodeid.split("::", 1)[0]
+                if head.endswith(".llmeval.yaml"):
+                    self.manifests.add(head)
+                found = self.categories.setdefault(item.suite_name, set())
+                found.add(item.category or "(none)")
         return report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -66,6 +79,7 @@ class Deselections:
         output = getattr(session.config, "workeroutput", None)
         if output is not None:
             output[_WORKER_KEY] = dict(self.by_suite)
+            output[_MANIFESTS_KEY] = sorted(self.manifests)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -73,6 +87,7 @@ class Deselections:
         found = getattr(node, "workeroutput", {}).get(_WORKER_KEY) or {}
         for suite, count in found.items():
             self.by_suite[suite] = max(self.by_suite.get(suite, 0), int(count))
+        self.manifests.update(getattr(node, "workeroutput", {}).get(_MANIFESTS_KEY) or ())
 
     def counts(self, results: Iterable[CaseResult] = ()) -> dict[str, int] | None:
         """``Report.deselected``: the cases left out by suite, sorted; ``None`` when none was.

@@ -6,6 +6,7 @@ results reach it on the test reports, from this process or from xdist workers al
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ class SessionReport:
         """A resume found every case finished: it only rebuilt the reports."""
         self.unjournaled = False
         """A process's journal stopped: the run is red, resume finishes it."""
+        self.crashes: list[str] = []
+        """xdist workers that died after their case was judged (a teardown): red."""
         verdict.cli_gates(state.settings)  # a bad --llmeval-gate is a usage error, up front
 
     def _add_earlier(self) -> None:
@@ -90,10 +93,16 @@ class SessionReport:
         if not self.interruption.is_eval(crashitem):
             return
         earlier = self.results.get(crashitem)
-        if earlier is not None and crashitem not in self.state.finished:
-            return  # judged before the worker died (in teardown): that result stands
-        suite, file = self.interruption.suite_of(crashitem)
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+        if earlier is not None and crashitem not in self.state.finished:
+            # judged before the worker died (in teardown): that result stands, but xdist
+            # reports the case failed and a crash is an infrastructure fault: the run is red
+            self.crashes.append(
+                f"worker crashed: xdist worker {worker} died after {crashitem} was judged "
+                "(its result stands); the run fails"
+            )
+            return
+        suite, file = self.interruption.suite_of(crashitem)
         result = crashed_result(crashitem, str(worker), suite, file)
         data = self.state.redactor.value(result.model_dump(mode="json"))
         self.state.journal.append(data, None)
@@ -111,8 +120,11 @@ class SessionReport:
         empty_shard = settings.shard is not None and ran
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
         refused = self.state.refusal is not None  # stopped before running: touch nothing
+        # gates on cases that were all deselected are judged (partial), never dropped
+        selection = session.config.stash[deselections_key]
+        gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
         # an empty shard writes its run dir too
-        if (self.results or empty_shard or cut_short) and not refused:
+        if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
                 self._write(session)
             except OSError as exc:
@@ -121,6 +133,7 @@ class SessionReport:
                 self.verdict.faults.append(Fault("write", message))
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
+            self.verdict.faults += [Fault("crash", message) for message in self.crashes]
             reports = self.verdict.test_reports()
             # gates are reported as tests: count them, so progress and totals add up
             session.testscollected += len(reports) // 3
@@ -161,7 +174,8 @@ class SessionReport:
         deselected = state.config.stash[deselections_key].counts(results) or {}
         report.deselected = merged_counts(deselected.items(), unrun.items())
         report.interrupted = interrupted
-        gates, problems = verdict.gather_gates(settings, results)
+        manifests = state.config.stash[deselections_key].manifests
+        gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         if settings.update_baseline is not None and interrupted is not None:
             self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
@@ -258,7 +272,8 @@ class SessionReport:
                 terminalreporter.write_line(line)
             if self.report.interrupted is not None:
                 terminalreporter.write_line(
-                    f"llmeval: {console.interrupted_line(self.report.interrupted)}", yellow=True
+                    f"llmeval: {console.interrupted_line(self.report.interrupted, self.run_dir)}",
+                    yellow=True,
                 )
         for name, value in self.file_artifacts:
             suite = self.state.suites.get(name.split("/", 1)[0])
@@ -269,9 +284,11 @@ class SessionReport:
         for fault in unwritten:
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.baseline_kept is not None:
+            resume = console.resume_option(self.run_dir)
             terminalreporter.write_line(
                 f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
-                "(finish it with --llmeval-resume RUN_DIR --llmeval-update-baseline FILE)",
+                f"(finish it with {resume} "
+                f"--llmeval-update-baseline={shlex.quote(self.baseline_kept)})",
                 yellow=True,
             )
         if self.run_dir is not None and not unwritten:
@@ -291,8 +308,9 @@ def placeholder_notice(names: list[str]) -> str:
     """The one line saying which key variables hold a value that is not treated as a secret."""
     return (
         f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
-        f"sk-no-key-required, ...) or one under {MIN_SECRET_LENGTH} characters: not treated "
-        "as a secret (not masked in the reports, not looked for by the leak check)"
+        f"sk-no-key-required, ...), one under {MIN_SECRET_LENGTH} characters, or a plain "
+        "number or date: not treated as a secret (not masked in the reports, not looked for "
+        "by the leak check)"
     )
 
 

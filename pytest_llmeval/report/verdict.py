@@ -43,6 +43,7 @@ __all__ = [
     "gather_gates",
     "is_broken",
     "judge",
+    "nothing_judged",
 ]
 
 GATES_NODE = "llmeval-gates"
@@ -51,7 +52,7 @@ BASELINE_NODE = "llmeval-baseline::no-regressions"
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak"]
+FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class Fault:
 
     kind: FaultKind
     """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
-    configured secret's value is in a written file."""
+    configured secret's value is in a written file; ``crash``: an xdist worker died after its
+    case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
+    was skipped, so nothing was judged."""
     message: str
 
 
@@ -192,6 +195,9 @@ def judge(
         errored=[r.nodeid for r in results if r.outcome == "error" and not is_broken(r)],
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
+    unjudged = nothing_judged(results)
+    if unjudged is not None and report.interrupted is None:  # a budget stop says so itself
+        verdict.faults.append(Fault("unjudged", unjudged))
     if settings.baseline is not None:
         if report.gates is not None:  # the diff compares gates too: the body gets them
             body["gates"] = report.gates.model_dump(mode="json")
@@ -208,6 +214,21 @@ def judge(
     return verdict
 
 
+def nothing_judged(results: Sequence[CaseResult]) -> str | None:
+    """Why a run whose every eval case was skipped (a conftest fixture's ``pytest.skip("KEY
+    not set")``, an agent's ``pytest.skip`` or ``pytest.xfail``) judged nothing, or ``None``
+    when some case was judged (or errored, which fails the run already). A run with no case
+    at all (all deselected) is not this: pytest says "no tests ran"."""
+    if not results or any(r.outcome != "skipped" for r in results):
+        return None
+    reason = next((r.error for r in results if r.error), None)
+    return (
+        f"nothing was judged: all {len(results)} eval case(s) were skipped"
+        + (f" (first reason: {reason})" if reason else "")
+        + ", so the run fails"
+    )
+
+
 def cli_gates(settings: Settings) -> list[Gate]:
     """Gates from ``--llmeval-gate`` / ini ``llmeval_gate``; a bad one is a usage error."""
     gates = []
@@ -220,14 +241,19 @@ def cli_gates(settings: Settings) -> list[Gate]:
 
 
 def gather_gates(
-    settings: Settings, results: Iterable[CaseResult], earlier: Iterable[Report] = ()
+    settings: Settings,
+    results: Iterable[CaseResult],
+    earlier: Iterable[Report] = (),
+    manifests: Iterable[str] = (),
 ) -> tuple[list[Gate], list[str]]:
     """Every gate of a run, and the problems met reading them.
 
     The settings' ``--llmeval-gate`` gates; the gates of the manifests whose cases ran (read
     again when the manifest is at hand); the manifest gates of ``earlier`` reports of the same
-    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not. A
-    suite's own gates are never taken from a report: :func:`judge` asks the suite again.
+    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not;
+    the gates of ``manifests`` (those whose cases were collected, every one deselected
+    maybe: their gates are then ``partial``, never dropped). A suite's own gates are never
+    taken from a report: :func:`judge` asks the suite again.
     """
     gates: list[Gate] = []
     problems: list[str] = []
@@ -236,7 +262,7 @@ def gather_gates(
             gates.append(parse_gate(text, "cli"))
         except ValueError as exc:
             problems.append(f"--llmeval-gate: {exc}")
-    found, bad = _manifest_gates(results, settings.rootdir)
+    found, bad = _manifest_gates(results, settings.rootdir, manifests)
     gates += found
     problems += bad
     for report in earlier:
@@ -250,10 +276,13 @@ def is_broken(result: CaseResult) -> bool:
     return result.outcome == "error" and not result.case_fingerprint
 
 
-def _manifest_gates(results: Iterable[CaseResult], rootdir: Path) -> tuple[list[Gate], list[str]]:
+def _manifest_gates(
+    results: Iterable[CaseResult], rootdir: Path, collected: Iterable[str] = ()
+) -> tuple[list[Gate], list[str]]:
     gates: list[Gate] = []
     problems: list[str] = []
-    manifests: dict[str, bool] = {}  # manifest -> whether an error item already reports it
+    # manifest -> whether an error item already reports it
+    manifests: dict[str, bool] = dict.fromkeys(collected, False)
     for result in results:
         if ".llmeval.yaml::" in result.nodeid:
             name = result.nodeid.split("::", 1)[0]

@@ -89,6 +89,13 @@ class GoldenSection(SuiteSection):
 class GoldenSuite:
     """Golden datasets (seed 002)."""
 
+    @staticmethod
+    def score_names() -> tuple[frozenset[str], tuple[str, ...]]:
+        """The names ``mean_scores`` can hold: the scorers (read now: a conftest may have
+        registered more), the measured scores and ``rubric``; and the prefixes of the judged
+        ones (``rubric.<criterion>``). A gate on another name is a typo."""
+        return frozenset({*SCORERS, *MEASURED, "rubric"}), ("rubric.",)
+
     name = "golden"
     section_model = GoldenSection
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {

@@ -20,7 +20,8 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
   ``loglikelihood``. ``acc`` takes the arg-max of the summed log-likelihoods; ``acc_norm``
   of LL / option length in characters (lm-eval's ``acc_norm``); first index on ties. Named
   extensions: ``acc_bytes`` (UTF-8 bytes) and ``acc_tokens`` (continuation tokens). A case
-  whose four scores are not all finite is an error, never a pick.
+  whose four scores are not all finite and at most 0 (a log-probability) is an error, never
+  a pick.
 * **mcq-string** (an extension from the third-party API suite): a chat prompt lists the
   options as 0-3; the first digit 0-3 of the reply is the choice, and a reply without one is
   ``unparsed`` (counted; the case fails; the reply is kept).
@@ -373,10 +374,14 @@ def _score_loglik(case: EvalCase, transcript: Transcript) -> CaseScore:
     }
     if len(scores) != len(LABELS):
         raise ValueError(f"expected {len(LABELS)} log-likelihoods, got {len(scores)}")
-    bad = [LABELS[i] for i, x in enumerate(scores) if not math.isfinite(x["logprob_sum"])]
+    bad = [
+        LABELS[i]
+        for i, x in enumerate(scores)
+        if not math.isfinite(x["logprob_sum"]) or x["logprob_sum"] > 0
+    ]
     if bad:
         raise RunnerError(
-            f"non-finite log-likelihood for option(s) {', '.join(bad)}: "
+            f"non-finite or positive log-likelihood for option(s) {', '.join(bad)}: "
             f"{details['loglik']}; the case cannot be scored",
             kind="protocol",
         )

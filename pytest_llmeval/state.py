@@ -42,7 +42,7 @@ from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.services import Services
-from pytest_llmeval.settings import Settings
+from pytest_llmeval.settings import OPTIONS, Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
 
 if TYPE_CHECKING:
@@ -347,20 +347,27 @@ def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
     )
 
 
+PATH_FLAGS = tuple(spec.flag for spec in OPTIONS if spec.type == "path")
+"""Every path-valued option: each one, written with a space before an existing path, is a
+path pytest looks at when it picks its rootdir and ini file."""
+
+
 def _check_rootdir(config: pytest.Config) -> None:
-    """Refuse a spaced ``--llmeval-resume PATH`` that moved pytest's rootdir: pytest took the
-    path for a test path before the plugin's options were known, and a moved rootdir renames
-    every case, so nothing of the run dir would match."""
+    """Refuse a spaced path option (``--llmeval-run-dir PATH``, ``--llmeval-baseline PATH``,
+    ``--llmeval-resume PATH`` ...) that moved pytest's rootdir or ini file: pytest took the
+    path for a test path before the plugin's options were known. A moved rootdir renames every
+    case; another ini file drops the project's settings and gates."""
     args = [str(arg) for arg in config.invocation_params.args]
-    flag = "--llmeval-resume"
-    spaced = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == flag]
-    for value in spaced:
+    for i, arg in enumerate(args[:-1]):
+        if arg not in PATH_FLAGS:
+            continue
+        value = args[i + 1]
         moved = rootdir_without(config, value)
         if moved is not None:
             raise pytest.UsageError(
-                f"{flag} {value}: pytest took this path for a test path and moved its rootdir to "
-                f"{config.rootpath} (from {moved}), which renames every case; write "
-                f"{flag}={value}"
+                f"{arg} {value}: pytest took this path for a test path and moved its rootdir "
+                f"or ini file to {config.rootpath} (from {moved}), which renames every case "
+                f"and can drop the project's settings and gates; write {arg}={value}"
             )
 
 

@@ -85,6 +85,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_resume_path_that_is_not_a_run_dir_is_an_error",
         "test_a_resume_path_is_relative_to_where_pytest_started",
         "test_a_spaced_resume_that_moves_the_rootdir_is_refused",
+        "test_a_spaced_path_option_that_moves_the_ini_file_is_refused",
         "test_resuming_a_finished_run_rebuilds_its_reports_and_exits_as_it_did",
     ]),
     "one session owns a run dir": ("state", [
@@ -96,6 +97,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_run_dir_that_is_a_users_folder_is_refused",
         "test_validate_sharding_never_deletes_a_run_dir_it_did_not_make",
         "test_merge_never_deletes_an_input",
+    ]),
+    "summarize and a reused run dir judge one run, and say so": ("state", [
+        "test_summarize_exits_as_its_verdict_says",
     ]),
     "every data row is collected exactly once": ("inputs", [
         "test_every_row_is_collected_exactly_once",

@@ -416,3 +416,51 @@ def test_a_torn_last_journal_line_is_skipped(tmp_path: Path) -> None:
     with journal.path.open("ab") as handle:
         handle.write(b'{"result": {"case_id": "b"')  # cut short
     assert list(read_final(tmp_path, 2)) == ["f::a"]
+
+
+@pytest.mark.parametrize(
+    "flag", ["--llmeval-output-root", "--llmeval-run-dir", "--llmeval-baseline"]
+)
+def test_a_spaced_path_option_that_moves_the_ini_file_is_refused(
+    pytester: pytest.Pytester, flag: str
+) -> None:
+    # the project's own ini holds its gate; an ini a folder above would replace it
+    pytester.makeini("[pytest]\n")
+    write_json(pytester, "proj/qa.golden.json", [*CASES[:2], {**CASES[2], "expected_output": "no"}])
+    (pytester.path / "proj" / "pytest.ini").write_text(
+        "[pytest]\nllmeval_gate = golden.pass_rate>=1.0\nllmeval_exit_on = gates\n"
+    )
+    write_json(pytester, "elsewhere/qa.golden.json", CASES)
+    made = ("--llmeval-run-dir=out", "--llmeval-update-baseline=base.json", "elsewhere")
+    assert pytester.runpytest(*ECHO, *made).ret == 0
+    os.chdir(pytester.path / "proj")
+    value = {"--llmeval-baseline": "../base.json"}.get(flag, "../out")
+    before = _snapshot(pytester.path / "out")
+    spaced = pytester.runpytest(*ECHO, flag, value, ".")
+    assert spaced.ret == pytest.ExitCode.USAGE_ERROR
+    spaced.stderr.fnmatch_lines(
+        [f"ERROR: {flag} {value}: *moved its rootdir or ini file*write {flag}={value}"]
+    )
+    assert "INTERNALERROR" not in spaced.stderr.str()
+    assert _snapshot(pytester.path / "out") == before
+    joined = pytester.runpytest(*ECHO, f"{flag}={value}", ".")
+    assert joined.ret == pytest.ExitCode.TESTS_FAILED  # the project's gate holds it red
+    joined.stdout.fnmatch_lines(["gate golden.pass_rate>=1: FAILED*"])
+
+
+def test_summarize_exits_as_its_verdict_says(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", [*CASES[:2], {**CASES[2], "expected_output": "no"}])
+    summarize = [sys.executable, "-m", "pytest_llmeval", "summarize"]
+    red = pytester.runpytest(*ECHO, "--llmeval-run-dir", "red")
+    assert red.ret == pytest.ExitCode.TESTS_FAILED
+    done = subprocess.run([*summarize, "red"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr  # a case failed: red, as the session was
+    gated = ("--llmeval-exit-on", "gates", "--llmeval-gate", "golden.pass_rate>=0.5")
+    assert pytester.runpytest(*ECHO, *gated, "--llmeval-run-dir", "gated").ret == 0
+    done = subprocess.run([*summarize, "gated"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the gates decide, as in the session
+    stopped = pytester.runpytest(*ECHO, "-x", "-p", "no:randomly", "--llmeval-run-dir", "cut")
+    assert stopped.ret == pytest.ExitCode.TESTS_FAILED
+    write_json(pytester, "qa.golden.json", CASES)  # summarize judges the journal, not the data
+    done = subprocess.run([*summarize, "cut"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode != 0, done.stdout

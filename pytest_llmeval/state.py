@@ -97,7 +97,9 @@ class LLMEvalState:
         except RunDirError as exc:
             raise pytest.UsageError(str(exc)) from None
         worker = workerinput.get("workerid", "main") if workerinput else "main"
-        self.journal = Journal(self.run_dir, self.attempt, worker)
+        # a fresh session in a run dir used before starts it afresh: never mixed with the last
+        fresh = not settings.resume and self.attempt > 1
+        self.journal = Journal(self.run_dir, self.attempt, worker, fresh=fresh)
         self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
         self.placeholders = placeholder_names(secret_env_names(settings))

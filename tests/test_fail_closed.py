@@ -100,6 +100,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     ]),
     "summarize and a reused run dir judge one run, and say so": ("state", [
         "test_summarize_exits_as_its_verdict_says",
+        "test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last",
     ]),
     "every data row is collected exactly once": ("inputs", [
         "test_every_row_is_collected_exactly_once",

@@ -464,3 +464,26 @@ def test_summarize_exits_as_its_verdict_says(pytester: pytest.Pytester) -> None:
     write_json(pytester, "qa.golden.json", CASES)  # summarize judges the journal, not the data
     done = subprocess.run([*summarize, "cut"], cwd=pytester.path, capture_output=True, text=True)
     assert done.returncode != 0, done.stdout
+
+
+def test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last(
+    pytester: pytest.Pytester,
+) -> None:
+    write_json(pytester, "qa.golden.json", [{**case, "expected_output": "no"} for case in CASES])
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 1
+    write_json(pytester, "qa.golden.json", [{"id": "d", "input": "w", "expected_output": "w"}])
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    run = pytester.path / "run"
+    assert _outcomes(run) == {"d": "passed"}
+    journals = sorted(p.parent.name for p in (run / "journal").rglob("*.jsonl"))
+    assert journals == ["001", "002"]  # the earlier session's journal stays on disk
+    (run / "report.json").unlink()
+    summarize = [sys.executable, "-m", "pytest_llmeval", "summarize", "run"]
+    done = subprocess.run(summarize, cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout  # the earlier session's 3 misses are not this run's
+    assert "golden: 1/1 passed" in done.stdout
+    assert _outcomes(run) == {"d": "passed"}
+    resumed = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    resumed.stdout.fnmatch_lines(["llmeval: nothing left to run*"])
+    assert resumed.ret == 0
+    assert _outcomes(run) == {"d": "passed"}

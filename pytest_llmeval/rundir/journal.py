@@ -31,6 +31,10 @@ SCORERS_VERSION = __version__
 """The version of the scorers that judged a journaled result (they ship with the plugin): a
 resume reuses only results judged by the same ones."""
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
+FRESH_MARK = "fresh"
+"""A file in an attempt's journal folder: that attempt was a fresh session (not a resume) in a
+run dir an earlier session used. Readers start at the latest such attempt, so a fresh session
+never mixes with an earlier one's results; the earlier journal files stay on disk."""
 
 
 def journal_root(run_dir: Path) -> Path:
@@ -47,8 +51,11 @@ def next_attempt(run_dir: Path) -> int:
 class Journal:
     """One process's journal file for one attempt; thread-safe, flushed per case."""
 
-    def __init__(self, run_dir: Path, attempt: int, process: str):
+    def __init__(self, run_dir: Path, attempt: int, process: str, *, fresh: bool = False):
         self.path = journal_root(run_dir) / f"{attempt:03d}" / f"{process}-{os.getpid()}.jsonl"
+        self.fresh = fresh
+        """A fresh session in a run dir used before: its first line marks the attempt
+        (:data:`FRESH_MARK`) so readers leave the earlier sessions' results out."""
         self._handle: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._whole = 0
@@ -66,6 +73,8 @@ class Journal:
             try:
                 if self._handle is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
+                    if self.fresh:  # before the first line: no reader mixes the sessions
+                        (self.path.parent / FRESH_MARK).touch()
                     self._handle = self.path.open("ab", buffering=0)
                     self._whole = self._handle.seek(0, os.SEEK_END)
                 written = 0
@@ -131,7 +140,8 @@ def read_results(
         for p in root.iterdir()
         if p.name.isdigit() and (before_attempt is None or int(p.name) < before_attempt)
     )
-    for attempt in attempts:
+    fresh = [i for i, p in enumerate(attempts) if (p / FRESH_MARK).exists()]
+    for attempt in attempts[fresh[-1] if fresh else 0 :]:  # this run's attempts only
         for path in sorted(attempt.glob("*.jsonl")):
             for line in _whole_lines(path):
                 try:

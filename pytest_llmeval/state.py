@@ -9,9 +9,11 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +83,10 @@ class LLMEvalState:
             self.attempt = next_attempt(self.run_dir)
         self.lock: RunDirLock | None = None
         """The controller's lock on the run dir, once claimed (:meth:`claim_run_dir`)."""
+        self.created: list[Path] = []
+        """The folders the claim created (the run dir and its missing parents), removed again
+        when the session ends having written nothing in them (a usage error after the
+        claim)."""
         self.refusal: str | None = None
         """Why the session stopped before running anything (nothing is written then)."""
         self.resume_notes: list[str] = []
@@ -141,12 +147,14 @@ class LLMEvalState:
         if not (settings.resume or settings.run_dir):
             flag = "--llmeval-output-root"  # the new run dir goes under it
         lock = RunDirLock(self.run_dir, flag)
+        created = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
         try:
             lock.acquire()
         except RunDirError as exc:
             self.refusal = str(exc)
             raise pytest.UsageError(str(exc)) from None
         self.lock = lock
+        self.created = created
 
     def journal_stopped(self) -> str | None:
         """Why this process's journal stopped (a full disk), as one line saying what to do;
@@ -164,6 +172,8 @@ class LLMEvalState:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+            if self.created and _only_the_tag(self.run_dir):
+                remove_unused(self.run_dir, self.created)
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Tell an xdist worker where this session's run dir and limits are."""
@@ -324,6 +334,23 @@ def _check_targets(settings: Settings) -> None:
             check_run_dir_target(settings.run_dir)
     except RunDirError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _only_the_tag(run_dir: Path) -> bool:
+    """Whether the run dir holds nothing but its tag (empty folders aside)."""
+    tag = RunLayout(run_dir).tag
+    try:
+        return all(p == tag or p.is_dir() for p in run_dir.rglob("*"))
+    except OSError:
+        return False
+
+
+def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
+    """Remove a run dir this session created and never used, and the parents it created."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty: nothing of anyone else's goes
 
 
 def _case_fingerprint(item: pytest.Item) -> str | None:

@@ -91,6 +91,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "one session owns a run dir": ("state", [
         "test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing",
         "test_xdist_workers_belong_to_the_controllers_session",
+        "test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker",
         "test_the_baseline_replaces_only_a_baseline",
     ]),
     "never write over what the plugin did not make": ("state", [

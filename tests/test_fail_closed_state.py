@@ -487,3 +487,47 @@ def test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last(
     resumed.stdout.fnmatch_lines(["llmeval: nothing left to run*"])
     assert resumed.ret == 0
     assert _outcomes(run) == {"d": "passed"}
+
+
+def test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("xdist")
+    pytester.makeconftest(SLOW_CONFTEST)
+    cases = [{"id": f"c{i}", "input": "m", "expected_output": "m"} for i in range(40)]
+    write_json(pytester, "qa.golden.json", cases)
+    run_dir = pytester.path / "run"
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--llmeval-runner", "slow",
+            "--llmeval-concurrency", "1", "-n", "2"]  # fmt: skip
+    first = subprocess.Popen(
+        [*base, "--llmeval-run-dir", str(run_dir)],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _journaled(run_dir) < 1:
+            assert first.poll() is None, "the first session ended before the second started"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert (run_dir / ".llmeval-run").is_file()  # a killed controller leaves a run dir
+        second = subprocess.run(
+            [*base, "--llmeval-run-dir", str(run_dir)],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+        )
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout
+        assert "is in use by another pytest session" in second.stderr
+        assert first.poll() is None, "the check must have run while the first session ran"
+    finally:
+        assert first.wait(timeout=60) == 0
+    assert len(_outcomes(run_dir)) == 40
+    assert sorted(p.parent.name for p in (run_dir / "journal").rglob("*.jsonl")) == ["001"] * 2
+    # a usage error found by the workers leaves no run dir behind
+    for where in (("--llmeval-run-dir", "new/run"), ()):
+        refused = pytester.runpytest(*ECHO, "-n", "2", "--llmeval-runner", "nope", *where)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        assert not (pytester.path / "new").exists()
+        assert not (pytester.path / ".llmeval").exists()

@@ -94,6 +94,10 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker",
         "test_the_baseline_replaces_only_a_baseline",
     ]),
+    "a baseline is a run of every case": ("state", [
+        "test_a_subset_is_never_blessed_as_the_baseline",
+        "test_a_baseline_that_judged_a_subset_is_not_compared",
+    ]),
     "never write over what the plugin did not make": ("state", [
         "test_a_run_dir_that_is_a_users_folder_is_refused",
         "test_validate_sharding_never_deletes_a_run_dir_it_did_not_make",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -531,3 +532,42 @@ def test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker(
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
         assert not (pytester.path / "new").exists()
         assert not (pytester.path / ".llmeval").exists()
+
+
+@pytest.mark.parametrize(
+    "subset",
+    [("-k", "not c"), ("--llmeval-limit", "2"), ("--llmeval-shard", "0/2")],
+    ids=["k", "limit", "shard"],
+)
+def test_a_subset_is_never_blessed_as_the_baseline(
+    pytester: pytest.Pytester, subset: tuple[str, ...]
+) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    kept = '{"baseline_version": "1", "kept": true}\n'  # a baseline file: replaceable
+    (pytester.path / "baseline.json").write_text(kept)
+    result = pytester.runpytest(*ECHO, *subset, "--llmeval-update-baseline", "baseline.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # asked to bless, and did not: red
+    assert (pytester.path / "baseline.json").read_text() == kept
+    result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: this run *"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_baseline_that_judged_a_subset_is_not_compared(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    assert pytester.runpytest(*ECHO, "-k", "not c", "--llmeval-run-dir", "part").ret == 0
+    assert pytester.runpytest(*ECHO, "-x", "--llmeval-run-dir", "whole").ret == 0
+    cut = json.loads((pytester.path / "whole" / "report.json").read_text())
+    cut["interrupted"] = {"reason": "sigterm", "cases_run": 1, "cases_total": 3}
+    (pytester.path / "whole" / "report.json").write_text(json.dumps(cut))  # as a cancelled run
+    for baseline, why in (("part", "left 1 case(s) out"), ("whole", "cut short (sigterm")):
+        result = pytester.runpytest(*ECHO, "--llmeval-baseline", baseline)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        report = json.loads(next((pytester.path / ".llmeval").rglob("report.json")).read_text())
+        assert "baseline" not in report
+        result.stdout.fnmatch_lines([f"*baseline not compared: *judged only part*{why}*"])
+        shutil.rmtree(pytester.path / ".llmeval")
+        allowed = pytester.runpytest(
+            *ECHO, "--llmeval-baseline", baseline, "--llmeval-baseline-allow-mismatch"
+        )
+        assert allowed.ret == 0
+        shutil.rmtree(pytester.path / ".llmeval")

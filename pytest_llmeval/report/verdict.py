@@ -51,7 +51,7 @@ BASELINE_NODE = "llmeval-baseline::no-regressions"
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak"]
+FaultKind = Literal["write", "mlflow", "leak", "baseline"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class Fault:
 
     kind: FaultKind
     """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
-    configured secret's value is in a written file."""
+    configured secret's value is in a written file; ``baseline``: the baseline asked for was
+    not written (the run judged a subset)."""
     message: str
 
 

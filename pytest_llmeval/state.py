@@ -24,6 +24,7 @@ from pytest_llmeval import sharding
 from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.errors import ConfigError, LLMEvalError, RunDirError
+from pytest_llmeval.fingerprint import sha256_hex
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -96,8 +97,12 @@ class LLMEvalState:
         self.rescore: set[str] = set()
         """Node ids whose final result was judged by other scorers (another plugin version)."""
         try:
+            self.scorings: dict[str, Any] = {}
+            """The scoring fingerprint each reusable result was judged under, by node id."""
             if settings.resume:
-                self.finished, self.rescore = read_reusable(self.run_dir, self.attempt)
+                self.finished, self.rescore, self.scorings = read_reusable(
+                    self.run_dir, self.attempt
+                )
             else:
                 self.finished = {}
         except RunDirError as exc:
@@ -106,6 +111,10 @@ class LLMEvalState:
         # a fresh session in a run dir used before starts it afresh: never mixed with the last
         fresh = not settings.resume and self.attempt > 1
         self.journal = Journal(self.run_dir, self.attempt, worker, fresh=fresh)
+        self.file_options: dict[str, dict[str, Any]] = {}
+        """A manifest's options by the data file it names (rootdir-relative)."""
+        self._scoring: dict[str, str] = {}
+        self.journal.scoring = self.scoring_of
         self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
         self.placeholders = placeholder_names(secret_env_names(settings))
@@ -130,6 +139,17 @@ class LLMEvalState:
         )
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
+
+    def scoring_of(self, file: str) -> str:
+        """The fingerprint of everything besides the row and the runner that decides a case
+        verdict in ``file``: its manifest's options (thresholds, repeats, misses, suite
+        options; not its gates, judged after the cases) and the session's scoring settings
+        (repeats, repeat rule, judge, embedder, integration mode, max turns)."""
+        found = self._scoring.get(file)
+        if found is None:
+            options = {k: v for k, v in self.file_options.get(file, {}).items() if k != "gates"}
+            found = self._scoring[file] = scoring_fingerprint(self.settings, options)
+        return found
 
     def ensure_run_dir(self) -> Path:
         """Create (and tag) the run dir on first use; safe from several processes."""
@@ -197,17 +217,23 @@ class LLMEvalState:
             return
         reused: list[pytest.Item] = []
         changed: list[str] = []
+        rescored = 0
         for item in items:
             entry = self.finished.get(item.nodeid)
             if entry is None:
                 continue
-            if _case_fingerprint(item) == entry[0].case_fingerprint:
+            same_row = _case_fingerprint(item) == entry[0].case_fingerprint
+            same_scoring = self.scorings.get(item.nodeid) == self.scoring_of(entry[0].file)
+            if same_row and same_scoring:
                 reused.append(item)
             else:
                 changed.append(item.nodeid)
+                rescored += same_row
         output = getattr(config, "workeroutput", None)
         if not reused and not self.settings.resume_allow_mismatch:
             self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
+            if changed and rescored == len(changed):
+                self.refusal = _other_scoring(self.run_dir, rescored)
             if output is None:
                 raise pytest.UsageError(self.refusal)
             output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
@@ -379,6 +405,32 @@ def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
 PATH_FLAGS = tuple(spec.flag for spec in OPTIONS if spec.type == "path")
 """Every path-valued option: each one, written with a space before an existing path, is a
 path pytest looks at when it picks its rootdir and ini file."""
+
+
+def _other_scoring(run_dir: Path, changed: int) -> str:
+    return (
+        f"--llmeval-resume {run_dir}: the scoring configuration changed for every one of its "
+        f"{changed} finished cases collected again (a manifest's thresholds or options, "
+        "--llmeval-repeats, --llmeval-repeat-rule, the judge or embedder settings, "
+        "--llmeval-integration-mode, --llmeval-max-turns); resume with the same settings, or "
+        "add --llmeval-resume-allow-mismatch to judge them again here"
+    )
+
+
+SCORING_SETTINGS = (
+    "repeats", "repeat_rule", "max_turns", "judge_runner", "judge_model", "judge_base_url",
+    "judge_temperature", "judge_repeats", "embedding_model", "embedding_base_url",
+    "integration_mode", "fail_on_fingerprint_mismatch",
+)  # fmt: skip
+"""The settings that decide a case's verdict beside its row and its runner."""
+
+
+def scoring_fingerprint(settings: Settings, options: Mapping[str, Any]) -> str:
+    """sha256 of the scoring settings and a manifest's options (see
+    :meth:`LLMEvalState.scoring_of`)."""
+    body = {name: getattr(settings, name) for name in SCORING_SETTINGS}
+    text = json.dumps({"settings": body, "manifest": options}, sort_keys=True, default=str)
+    return sha256_hex(text)
 
 
 def _check_rootdir(config: pytest.Config) -> None:

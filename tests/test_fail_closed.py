@@ -80,6 +80,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_run_dir_of_another_dataset_is_refused",
         "test_a_run_dir_of_another_runner_is_refused",
         "test_results_judged_by_other_scorers_run_again",
+        "test_a_changed_scoring_configuration_judges_the_cases_again_on_resume",
     ]),
     "a resume path must be a run dir": ("state", [
         "test_a_resume_path_that_is_not_a_run_dir_is_an_error",

@@ -571,3 +571,38 @@ def test_a_baseline_that_judged_a_subset_is_not_compared(pytester: pytest.Pytest
         )
         assert allowed.ret == 0
         shutil.rmtree(pytester.path / ".llmeval")
+
+
+def test_a_changed_scoring_configuration_judges_the_cases_again_on_resume(
+    pytester: pytest.Pytester,
+) -> None:
+    rows = [{"id": i, "input": "x", "category": "kw", "keywords": ["x", "y"]} for i in ("k", "l")]
+    write_json(pytester, "kw/data.json", rows)  # half the keywords with echo
+    manifest = "suite: golden\ndata: data.json\nthresholds: {kw: {contains_keywords: %s}}\n"
+    (pytester.path / "kw" / "qa.llmeval.yaml").write_text(manifest % "0.0")
+    write_json(pytester, "qa.golden.json", CASES)
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    (pytester.path / "kw" / "qa.llmeval.yaml").write_text(manifest % "1.0")
+    result = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    result.stdout.fnmatch_lines(
+        ["llmeval: 2 of 5 cases changed since the interrupted run; running them again"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # judged with the new thresholds
+    assert _outcomes(pytester.path / "run") == {
+        "k": "failed",
+        "l": "failed",
+        **dict.fromkeys("abc", "passed"),
+    }
+    # the session's scoring settings count too: another repeat count or rule
+    assert pytester.runpytest(*ECHO, "qa.golden.json", "--llmeval-run-dir", "two").ret == 0
+    before = _snapshot(pytester.path / "two")
+    for changed in (("--llmeval-repeats", "3"), ("--llmeval-repeat-rule", "any")):
+        refused = pytester.runpytest(*ECHO, "qa.golden.json", "--llmeval-resume", "two", *changed)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stderr.fnmatch_lines(["ERROR: --llmeval-resume *two: the scoring configuration*"])
+        assert _snapshot(pytester.path / "two") == before
+    allowed = pytester.runpytest(
+        *ECHO, "qa.golden.json", "--llmeval-resume", "two", "--llmeval-repeats", "3",
+        "--llmeval-resume-allow-mismatch",
+    )  # fmt: skip
+    allowed.assert_outcomes(passed=3)  # judged again, under three repeats each

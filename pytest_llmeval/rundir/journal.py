@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,12 +61,18 @@ class Journal:
         self._lock = threading.Lock()
         self._whole = 0
         """Bytes of whole lines written so far: a failed write is cut back to it."""
+        self.scoring: Callable[[str], str] | None = None
+        """The scoring configuration's fingerprint for a case file (its manifest's thresholds
+        and options, repeats, the judge ...), journaled with each result: a resume reuses a
+        result only when it is the same."""
         self.error: OSError | None = None
         """Why the journal stopped (a full disk, a folder that cannot be written); once set,
         nothing more is journaled and the file ends with its last whole line."""
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
         entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
+        if self.scoring is not None:
+            entry["scoring"] = self.scoring(str(result.get("file", "")))
         line = (_ENCODER.encode(entry) + "\n").encode("ascii")
         with self._lock:
             if self.error is not None:
@@ -111,13 +118,16 @@ def read_final(
 
 def read_reusable(
     run_dir: Path, before_attempt: int
-) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str]]:
+) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str], dict[str, Any]]:
     """What a resume may reuse: the final results of the attempts before ``before_attempt``
-    judged by these scorers (:data:`SCORERS_VERSION`), and the node ids of final results
-    judged by other ones (or by a plugin that did not record its version), which run again."""
+    judged by these scorers (:data:`SCORERS_VERSION`), the node ids of final results
+    judged by other ones (or by a plugin that did not record its version), which run again,
+    and the scoring configuration's fingerprint each result was judged under (``None`` when
+    not journaled)."""
     rescore: set[str] = set()
-    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore)
-    return found, rescore
+    scoring: dict[str, Any] = {}
+    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore, scoring=scoring)
+    return found, rescore, scoring
 
 
 def read_results(
@@ -126,6 +136,7 @@ def read_results(
     *,
     final_only: bool = False,
     rescore: set[str] | None = None,
+    scoring: dict[str, Any] | None = None,
 ) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
     """The latest journaled result of every case (only final ones with ``final_only``).
 
@@ -157,6 +168,8 @@ def read_results(
                         continue
                 if not final_only or _final(result):
                     found[result.nodeid] = (result, entry.get("runner"))
+                    if scoring is not None:
+                        scoring[result.nodeid] = entry.get("scoring")
                 else:
                     found.pop(result.nodeid, None)
     return found

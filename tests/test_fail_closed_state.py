@@ -8,6 +8,7 @@ nothing the plugin did not make was lost or overwritten.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -365,6 +366,11 @@ def test_a_read_only_run_dir_is_one_line(pytester: pytest.Pytester) -> None:
         auto = pytester.runpytest(*ECHO, "--llmeval-output-root", "ro")
         assert auto.ret == pytest.ExitCode.USAGE_ERROR
         assert "INTERNALERROR" not in result.stderr.str() + auto.stderr.str()
+        if importlib.util.find_spec("xdist") is not None:  # refused before any worker runs
+            workers = pytester.runpytest(*ECHO, "-n", "2", "--llmeval-run-dir", "ro/new")
+            assert workers.ret == pytest.ExitCode.USAGE_ERROR
+            workers.stderr.fnmatch_lines(["ERROR: --llmeval-run-dir */ro/new: Read-only*"])
+            assert "passed" not in workers.stdout.str()
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])

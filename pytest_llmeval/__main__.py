@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in console.verdict_lines(done.verdict):
         print(line)
     print(f"wrote {options.run_dir}/report.json and summary.md")
-    return 0
+    return done.exit_code  # exits as its verdict says: CI may gate on it
 
 
 if __name__ == "__main__":

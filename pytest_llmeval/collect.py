@@ -183,6 +183,7 @@ class EvalFile(pytest.File):
         data = manifest.data_path()
         if manifest.repeats is not None:
             self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
+        self.state.file_options[display_path(data, rootdir)] = dict(manifest.options)
         self.misses = manifest.misses
         source = CaseSource(
             path=data, display=display_path(data, rootdir), options=dict(manifest.options)

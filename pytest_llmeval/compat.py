@@ -101,7 +101,8 @@ def xdist_collection_diff(
 
 def rootdir_without(config: pytest.Config, value: str) -> Path | None:
     """The rootdir pytest would have chosen had ``value`` not been on the command line, when
-    that differs from the one it chose (``None`` otherwise, or when it cannot be told)."""
+    that rootdir or its ini file differs from the one it chose (``None`` otherwise, or when
+    it cannot be told)."""
     from _pytest.config.findpaths import determine_setup
 
     invocation = config.invocation_params
@@ -118,8 +119,8 @@ def rootdir_without(config: pytest.Config, value: str) -> Path | None:
     if "override_ini" in inspect.signature(determine_setup).parameters:
         kwargs["override_ini"] = config.option.override_ini
     try:
-        chosen = determine_setup(args=args, **kwargs)[0]
-        other = determine_setup(args=without, **kwargs)[0]
+        chosen = determine_setup(args=args, **kwargs)[:2]
+        other = determine_setup(args=without, **kwargs)[:2]
     except Exception:  # pytest's own errors are reported by pytest; this is only a hint
         return None
-    return Path(other) if Path(chosen) != Path(other) else None
+    return Path(other[0]) if chosen != other else None

@@ -163,6 +163,17 @@ class XdistHooks:
         sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers (its hook is trylast)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under xdist the controller collects no case: it claims (creates, tags, locks) the run
+    dir before its workers start, so a second session, a read-only folder or a killed
+    controller is caught at once. A run dir it created stays only if the session used it."""
+    config = session.config
+    distributing = config.pluginmanager.has_plugin("dsession")
+    if distributing and not hasattr(config, "workerinput") and not config.option.collectonly:
+        config.stash[state_key].claim_run_dir()
+
+
 # -- collection ----------------------------------------------------------------------------
 
 

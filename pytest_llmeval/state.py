@@ -9,8 +9,10 @@ transcripts), :mod:`pytest_llmeval.services` (judge, embedder),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,7 @@ from pytest_llmeval import sharding
 from pytest_llmeval.compat import rootdir_without
 from pytest_llmeval.dispatch import Dispatcher
 from pytest_llmeval.errors import ConfigError, LLMEvalError, RunDirError
+from pytest_llmeval.fingerprint import sha256_hex
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.redact import (
     MIN_FOUND_SECRET_LENGTH,
@@ -42,7 +45,7 @@ from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.services import Services
-from pytest_llmeval.settings import Settings
+from pytest_llmeval.settings import OPTIONS, Settings
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
 
 if TYPE_CHECKING:
@@ -81,6 +84,10 @@ class LLMEvalState:
             self.attempt = next_attempt(self.run_dir)
         self.lock: RunDirLock | None = None
         """The controller's lock on the run dir, once claimed (:meth:`claim_run_dir`)."""
+        self.created: list[Path] = []
+        """The folders the claim created (the run dir and its missing parents), removed again
+        when the session ends having written nothing in them (a usage error after the
+        claim)."""
         self.refusal: str | None = None
         """Why the session stopped before running anything (nothing is written then)."""
         self.resume_notes: list[str] = []
@@ -90,14 +97,24 @@ class LLMEvalState:
         self.rescore: set[str] = set()
         """Node ids whose final result was judged by other scorers (another plugin version)."""
         try:
+            self.scorings: dict[str, Any] = {}
+            """The scoring fingerprint each reusable result was judged under, by node id."""
             if settings.resume:
-                self.finished, self.rescore = read_reusable(self.run_dir, self.attempt)
+                self.finished, self.rescore, self.scorings = read_reusable(
+                    self.run_dir, self.attempt
+                )
             else:
                 self.finished = {}
         except RunDirError as exc:
             raise pytest.UsageError(str(exc)) from None
         worker = workerinput.get("workerid", "main") if workerinput else "main"
-        self.journal = Journal(self.run_dir, self.attempt, worker)
+        # a fresh session in a run dir used before starts it afresh: never mixed with the last
+        fresh = not settings.resume and self.attempt > 1
+        self.journal = Journal(self.run_dir, self.attempt, worker, fresh=fresh)
+        self.file_options: dict[str, dict[str, Any]] = {}
+        """A manifest's options by the data file it names (rootdir-relative)."""
+        self._scoring: dict[str, str] = {}
+        self.journal.scoring = self.scoring_of
         self.secrets = session_secrets(settings, config.invocation_params.args)
         self.redactor = Redactor(settings.redact_pattern, self.secrets)
         self.placeholders = placeholder_names(secret_env_names(settings))
@@ -123,6 +140,17 @@ class LLMEvalState:
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
 
+    def scoring_of(self, file: str) -> str:
+        """The fingerprint of everything besides the row and the runner that decides a case
+        verdict in ``file``: its manifest's options (thresholds, repeats, misses, suite
+        options; not its gates, judged after the cases) and the session's scoring settings
+        (repeats, repeat rule, judge, embedder, integration mode, max turns)."""
+        found = self._scoring.get(file)
+        if found is None:
+            options = {k: v for k, v in self.file_options.get(file, {}).items() if k != "gates"}
+            found = self._scoring[file] = scoring_fingerprint(self.settings, options)
+        return found
+
     def ensure_run_dir(self) -> Path:
         """Create (and tag) the run dir on first use; safe from several processes."""
         tag_run_dir(self.run_dir)
@@ -139,12 +167,14 @@ class LLMEvalState:
         if not (settings.resume or settings.run_dir):
             flag = "--llmeval-output-root"  # the new run dir goes under it
         lock = RunDirLock(self.run_dir, flag)
+        created = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
         try:
             lock.acquire()
         except RunDirError as exc:
             self.refusal = str(exc)
             raise pytest.UsageError(str(exc)) from None
         self.lock = lock
+        self.created = created
 
     def journal_stopped(self) -> str | None:
         """Why this process's journal stopped (a full disk), as one line saying what to do;
@@ -162,6 +192,8 @@ class LLMEvalState:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+            if self.created and _only_the_tag(self.run_dir):
+                remove_unused(self.run_dir, self.created)
 
     def hand_to_worker(self, workerinput: dict[str, Any]) -> None:
         """Tell an xdist worker where this session's run dir and limits are."""
@@ -185,17 +217,23 @@ class LLMEvalState:
             return
         reused: list[pytest.Item] = []
         changed: list[str] = []
+        rescored = 0
         for item in items:
             entry = self.finished.get(item.nodeid)
             if entry is None:
                 continue
-            if _case_fingerprint(item) == entry[0].case_fingerprint:
+            same_row = _case_fingerprint(item) == entry[0].case_fingerprint
+            same_scoring = self.scorings.get(item.nodeid) == self.scoring_of(entry[0].file)
+            if same_row and same_scoring:
                 reused.append(item)
             else:
                 changed.append(item.nodeid)
+                rescored += same_row
         output = getattr(config, "workeroutput", None)
         if not reused and not self.settings.resume_allow_mismatch:
             self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
+            if changed and rescored == len(changed):
+                self.refusal = _other_scoring(self.run_dir, rescored)
             if output is None:
                 raise pytest.UsageError(self.refusal)
             output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
@@ -324,6 +362,23 @@ def _check_targets(settings: Settings) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _only_the_tag(run_dir: Path) -> bool:
+    """Whether the run dir holds nothing but its tag (empty folders aside)."""
+    tag = RunLayout(run_dir).tag
+    try:
+        return all(p == tag or p.is_dir() for p in run_dir.rglob("*"))
+    except OSError:
+        return False
+
+
+def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
+    """Remove a run dir this session created and never used, and the parents it created."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty: nothing of anyone else's goes
+
+
 def _case_fingerprint(item: pytest.Item) -> str | None:
     """An eval item's case fingerprint (its case is built from its row only here, on resume);
     ``None`` for a broken row or another kind of item."""
@@ -347,20 +402,53 @@ def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
     )
 
 
+PATH_FLAGS = tuple(spec.flag for spec in OPTIONS if spec.type == "path")
+"""Every path-valued option: each one, written with a space before an existing path, is a
+path pytest looks at when it picks its rootdir and ini file."""
+
+
+def _other_scoring(run_dir: Path, changed: int) -> str:
+    return (
+        f"--llmeval-resume {run_dir}: the scoring configuration changed for every one of its "
+        f"{changed} finished cases collected again (a manifest's thresholds or options, "
+        "--llmeval-repeats, --llmeval-repeat-rule, the judge or embedder settings, "
+        "--llmeval-integration-mode, --llmeval-max-turns); resume with the same settings, or "
+        "add --llmeval-resume-allow-mismatch to judge them again here"
+    )
+
+
+SCORING_SETTINGS = (
+    "repeats", "repeat_rule", "max_turns", "judge_runner", "judge_model", "judge_base_url",
+    "judge_temperature", "judge_repeats", "embedding_model", "embedding_base_url",
+    "integration_mode", "fail_on_fingerprint_mismatch",
+)  # fmt: skip
+"""The settings that decide a case's verdict beside its row and its runner."""
+
+
+def scoring_fingerprint(settings: Settings, options: Mapping[str, Any]) -> str:
+    """sha256 of the scoring settings and a manifest's options (see
+    :meth:`LLMEvalState.scoring_of`)."""
+    body = {name: getattr(settings, name) for name in SCORING_SETTINGS}
+    text = json.dumps({"settings": body, "manifest": options}, sort_keys=True, default=str)
+    return sha256_hex(text)
+
+
 def _check_rootdir(config: pytest.Config) -> None:
-    """Refuse a spaced ``--llmeval-resume PATH`` that moved pytest's rootdir: pytest took the
-    path for a test path before the plugin's options were known, and a moved rootdir renames
-    every case, so nothing of the run dir would match."""
+    """Refuse a spaced path option (``--llmeval-run-dir PATH``, ``--llmeval-baseline PATH``,
+    ``--llmeval-resume PATH`` ...) that moved pytest's rootdir or ini file: pytest took the
+    path for a test path before the plugin's options were known. A moved rootdir renames every
+    case; another ini file drops the project's settings and gates."""
     args = [str(arg) for arg in config.invocation_params.args]
-    flag = "--llmeval-resume"
-    spaced = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == flag]
-    for value in spaced:
+    for i, arg in enumerate(args[:-1]):
+        if arg not in PATH_FLAGS:
+            continue
+        value = args[i + 1]
         moved = rootdir_without(config, value)
         if moved is not None:
             raise pytest.UsageError(
-                f"{flag} {value}: pytest took this path for a test path and moved its rootdir to "
-                f"{config.rootpath} (from {moved}), which renames every case; write "
-                f"{flag}={value}"
+                f"{arg} {value}: pytest took this path for a test path and moved its rootdir "
+                f"or ini file to {config.rootpath} (from {moved}), which renames every case "
+                f"and can drop the project's settings and gates; write {arg}={value}"
             )
 
 

@@ -99,22 +99,33 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_run_dir_of_another_dataset_is_refused",
         "test_a_run_dir_of_another_runner_is_refused",
         "test_results_judged_by_other_scorers_run_again",
+        "test_a_changed_scoring_configuration_judges_the_cases_again_on_resume",
     ]),
     "a resume path must be a run dir": ("state", [
         "test_a_resume_path_that_is_not_a_run_dir_is_an_error",
         "test_a_resume_path_is_relative_to_where_pytest_started",
         "test_a_spaced_resume_that_moves_the_rootdir_is_refused",
+        "test_a_spaced_path_option_that_moves_the_ini_file_is_refused",
         "test_resuming_a_finished_run_rebuilds_its_reports_and_exits_as_it_did",
     ]),
     "one session owns a run dir": ("state", [
         "test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing",
         "test_xdist_workers_belong_to_the_controllers_session",
+        "test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker",
         "test_the_baseline_replaces_only_a_baseline",
+    ]),
+    "a baseline is a run of every case": ("state", [
+        "test_a_subset_is_never_blessed_as_the_baseline",
+        "test_a_baseline_that_judged_a_subset_is_not_compared",
     ]),
     "never write over what the plugin did not make": ("state", [
         "test_a_run_dir_that_is_a_users_folder_is_refused",
         "test_validate_sharding_never_deletes_a_run_dir_it_did_not_make",
         "test_merge_never_deletes_an_input",
+    ]),
+    "summarize and a reused run dir judge one run, and say so": ("state", [
+        "test_summarize_exits_as_its_verdict_says",
+        "test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last",
     ]),
     "every data row is collected exactly once": ("inputs", [
         "test_every_row_is_collected_exactly_once",

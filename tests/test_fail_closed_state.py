@@ -8,8 +8,10 @@ nothing the plugin did not make was lost or overwritten.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -364,6 +366,11 @@ def test_a_read_only_run_dir_is_one_line(pytester: pytest.Pytester) -> None:
         auto = pytester.runpytest(*ECHO, "--llmeval-output-root", "ro")
         assert auto.ret == pytest.ExitCode.USAGE_ERROR
         assert "INTERNALERROR" not in result.stderr.str() + auto.stderr.str()
+        if importlib.util.find_spec("xdist") is not None:  # refused before any worker runs
+            workers = pytester.runpytest(*ECHO, "-n", "2", "--llmeval-run-dir", "ro/new")
+            assert workers.ret == pytest.ExitCode.USAGE_ERROR
+            workers.stderr.fnmatch_lines(["ERROR: --llmeval-run-dir */ro/new: Read-only*"])
+            assert "passed" not in workers.stdout.str()
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
@@ -416,3 +423,192 @@ def test_a_torn_last_journal_line_is_skipped(tmp_path: Path) -> None:
     with journal.path.open("ab") as handle:
         handle.write(b'{"result": {"case_id": "b"')  # cut short
     assert list(read_final(tmp_path, 2)) == ["f::a"]
+
+
+@pytest.mark.parametrize(
+    "flag", ["--llmeval-output-root", "--llmeval-run-dir", "--llmeval-baseline"]
+)
+def test_a_spaced_path_option_that_moves_the_ini_file_is_refused(
+    pytester: pytest.Pytester, flag: str
+) -> None:
+    # the project's own ini holds its gate; an ini a folder above would replace it
+    pytester.makeini("[pytest]\n")
+    write_json(pytester, "proj/qa.golden.json", [*CASES[:2], {**CASES[2], "expected_output": "no"}])
+    (pytester.path / "proj" / "pytest.ini").write_text(
+        "[pytest]\nllmeval_gate = golden.pass_rate>=1.0\nllmeval_exit_on = gates\n"
+    )
+    write_json(pytester, "elsewhere/qa.golden.json", CASES)
+    made = ("--llmeval-run-dir=out", "--llmeval-update-baseline=base.json", "elsewhere")
+    assert pytester.runpytest(*ECHO, *made).ret == 0
+    os.chdir(pytester.path / "proj")
+    value = {"--llmeval-baseline": "../base.json"}.get(flag, "../out")
+    before = _snapshot(pytester.path / "out")
+    spaced = pytester.runpytest(*ECHO, flag, value, ".")
+    assert spaced.ret == pytest.ExitCode.USAGE_ERROR
+    spaced.stderr.fnmatch_lines(
+        [f"ERROR: {flag} {value}: *moved its rootdir or ini file*write {flag}={value}"]
+    )
+    assert "INTERNALERROR" not in spaced.stderr.str()
+    assert _snapshot(pytester.path / "out") == before
+    joined = pytester.runpytest(*ECHO, f"{flag}={value}", ".")
+    assert joined.ret == pytest.ExitCode.TESTS_FAILED  # the project's gate holds it red
+    joined.stdout.fnmatch_lines(["gate golden.pass_rate>=1: FAILED*"])
+
+
+def test_summarize_exits_as_its_verdict_says(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", [*CASES[:2], {**CASES[2], "expected_output": "no"}])
+    summarize = [sys.executable, "-m", "pytest_llmeval", "summarize"]
+    red = pytester.runpytest(*ECHO, "--llmeval-run-dir", "red")
+    assert red.ret == pytest.ExitCode.TESTS_FAILED
+    done = subprocess.run([*summarize, "red"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr  # a case failed: red, as the session was
+    gated = ("--llmeval-exit-on", "gates", "--llmeval-gate", "golden.pass_rate>=0.5")
+    assert pytester.runpytest(*ECHO, *gated, "--llmeval-run-dir", "gated").ret == 0
+    done = subprocess.run([*summarize, "gated"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the gates decide, as in the session
+    stopped = pytester.runpytest(*ECHO, "-x", "-p", "no:randomly", "--llmeval-run-dir", "cut")
+    assert stopped.ret == pytest.ExitCode.TESTS_FAILED
+    write_json(pytester, "qa.golden.json", CASES)  # summarize judges the journal, not the data
+    done = subprocess.run([*summarize, "cut"], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode != 0, done.stdout
+
+
+def test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last(
+    pytester: pytest.Pytester,
+) -> None:
+    write_json(pytester, "qa.golden.json", [{**case, "expected_output": "no"} for case in CASES])
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 1
+    write_json(pytester, "qa.golden.json", [{"id": "d", "input": "w", "expected_output": "w"}])
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    run = pytester.path / "run"
+    assert _outcomes(run) == {"d": "passed"}
+    journals = sorted(p.parent.name for p in (run / "journal").rglob("*.jsonl"))
+    assert journals == ["001", "002"]  # the earlier session's journal stays on disk
+    (run / "report.json").unlink()
+    summarize = [sys.executable, "-m", "pytest_llmeval", "summarize", "run"]
+    done = subprocess.run(summarize, cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout  # the earlier session's 3 misses are not this run's
+    assert "golden: 1/1 passed" in done.stdout
+    assert _outcomes(run) == {"d": "passed"}
+    resumed = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    resumed.stdout.fnmatch_lines(["llmeval: nothing left to run*"])
+    assert resumed.ret == 0
+    assert _outcomes(run) == {"d": "passed"}
+
+
+def test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("xdist")
+    pytester.makeconftest(SLOW_CONFTEST)
+    cases = [{"id": f"c{i}", "input": "m", "expected_output": "m"} for i in range(40)]
+    write_json(pytester, "qa.golden.json", cases)
+    run_dir = pytester.path / "run"
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--llmeval-runner", "slow",
+            "--llmeval-concurrency", "1", "-n", "2"]  # fmt: skip
+    first = subprocess.Popen(
+        [*base, "--llmeval-run-dir", str(run_dir)],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _journaled(run_dir) < 1:
+            assert first.poll() is None, "the first session ended before the second started"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert (run_dir / ".llmeval-run").is_file()  # a killed controller leaves a run dir
+        second = subprocess.run(
+            [*base, "--llmeval-run-dir", str(run_dir)],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+        )
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout
+        assert "is in use by another pytest session" in second.stderr
+        assert first.poll() is None, "the check must have run while the first session ran"
+    finally:
+        assert first.wait(timeout=60) == 0
+    assert len(_outcomes(run_dir)) == 40
+    assert sorted(p.parent.name for p in (run_dir / "journal").rglob("*.jsonl")) == ["001"] * 2
+    # a usage error found by the workers leaves no run dir behind
+    for where in (("--llmeval-run-dir", "new/run"), ()):
+        refused = pytester.runpytest(*ECHO, "-n", "2", "--llmeval-runner", "nope", *where)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        assert not (pytester.path / "new").exists()
+        assert not (pytester.path / ".llmeval").exists()
+
+
+@pytest.mark.parametrize(
+    "subset",
+    [("-k", "not c"), ("--llmeval-limit", "2"), ("--llmeval-shard", "0/2")],
+    ids=["k", "limit", "shard"],
+)
+def test_a_subset_is_never_blessed_as_the_baseline(
+    pytester: pytest.Pytester, subset: tuple[str, ...]
+) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    kept = '{"baseline_version": "1", "kept": true}\n'  # a baseline file: replaceable
+    (pytester.path / "baseline.json").write_text(kept)
+    result = pytester.runpytest(*ECHO, *subset, "--llmeval-update-baseline", "baseline.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # asked to bless, and did not: red
+    assert (pytester.path / "baseline.json").read_text() == kept
+    result.stdout.fnmatch_lines(["llmeval: baseline *baseline.json not updated: this run *"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_baseline_that_judged_a_subset_is_not_compared(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES)
+    assert pytester.runpytest(*ECHO, "-k", "not c", "--llmeval-run-dir", "part").ret == 0
+    assert pytester.runpytest(*ECHO, "-x", "--llmeval-run-dir", "whole").ret == 0
+    cut = json.loads((pytester.path / "whole" / "report.json").read_text())
+    cut["interrupted"] = {"reason": "sigterm", "cases_run": 1, "cases_total": 3}
+    (pytester.path / "whole" / "report.json").write_text(json.dumps(cut))  # as a cancelled run
+    for baseline, why in (("part", "left 1 case(s) out"), ("whole", "cut short (sigterm")):
+        result = pytester.runpytest(*ECHO, "--llmeval-baseline", baseline)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        report = json.loads(next((pytester.path / ".llmeval").rglob("report.json")).read_text())
+        assert "baseline" not in report
+        result.stdout.fnmatch_lines([f"*baseline not compared: *judged only part*{why}*"])
+        shutil.rmtree(pytester.path / ".llmeval")
+        allowed = pytester.runpytest(
+            *ECHO, "--llmeval-baseline", baseline, "--llmeval-baseline-allow-mismatch"
+        )
+        assert allowed.ret == 0
+        shutil.rmtree(pytester.path / ".llmeval")
+
+
+def test_a_changed_scoring_configuration_judges_the_cases_again_on_resume(
+    pytester: pytest.Pytester,
+) -> None:
+    rows = [{"id": i, "input": "x", "category": "kw", "keywords": ["x", "y"]} for i in ("k", "l")]
+    write_json(pytester, "kw/data.json", rows)  # half the keywords with echo
+    manifest = "suite: golden\ndata: data.json\nthresholds: {kw: {contains_keywords: %s}}\n"
+    (pytester.path / "kw" / "qa.llmeval.yaml").write_text(manifest % "0.0")
+    write_json(pytester, "qa.golden.json", CASES)
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    (pytester.path / "kw" / "qa.llmeval.yaml").write_text(manifest % "1.0")
+    result = pytester.runpytest(*ECHO, "--llmeval-resume", "run")
+    result.stdout.fnmatch_lines(
+        ["llmeval: 2 of 5 cases changed since the interrupted run; running them again"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # judged with the new thresholds
+    assert _outcomes(pytester.path / "run") == {
+        "k": "failed",
+        "l": "failed",
+        **dict.fromkeys("abc", "passed"),
+    }
+    # the session's scoring settings count too: another repeat count or rule
+    assert pytester.runpytest(*ECHO, "qa.golden.json", "--llmeval-run-dir", "two").ret == 0
+    before = _snapshot(pytester.path / "two")
+    for changed in (("--llmeval-repeats", "3"), ("--llmeval-repeat-rule", "any")):
+        refused = pytester.runpytest(*ECHO, "qa.golden.json", "--llmeval-resume", "two", *changed)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stderr.fnmatch_lines(["ERROR: --llmeval-resume *two: the scoring configuration*"])
+        assert _snapshot(pytester.path / "two") == before
+    allowed = pytester.runpytest(
+        *ECHO, "qa.golden.json", "--llmeval-resume", "two", "--llmeval-repeats", "3",
+        "--llmeval-resume-allow-mismatch",
+    )  # fmt: skip
+    allowed.assert_outcomes(passed=3)  # judged again, under three repeats each

@@ -154,9 +154,8 @@ class Runs:
         shutil.copytree(self["plain"], run_dir)
         for name in ("report.json", "results.jsonl", "summary.md", "report.html"):
             (run_dir / name).unlink()
-        # summarize rebuilds reports: its status says it could (0), not the verdict, which its
-        # output and report.json carry (a gate fails here; merge exits 1 for it)
-        self.run("summarize", "summarize", module="pytest_llmeval", codes=(0,))
+        # summarize exits as its rebuilt verdict says: a gate fails here (merge exits 1 too)
+        self.run("summarize", "summarize", module="pytest_llmeval", codes=(1,))
         return run_dir
 
     def resume(self) -> Path:

@@ -97,7 +97,7 @@ def test_merged_shards_equal_the_unsharded_run(scripted: pytest.Pytester) -> Non
     assert [m["shard"] for m in merged_manifest["merged_from"]] == [[0, 3], [1, 3], [2, 3]]
     assert merged_manifest["shard"] is None
     # the merged dir is an ordinary run dir: summarize rebuilds the same report from it
-    assert _cli("summarize", "merged").returncode == 0
+    assert _cli("summarize", "merged").returncode == 1  # cases failed: red, as the run was
     assert json.loads((merged / "report.json").read_text()) == report
 
 

@@ -45,7 +45,7 @@ Markdown are one feature and change together; the models it writes are in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb
@@ -181,6 +181,9 @@ class Baseline(BaseModel):
     """The baseline run's ``report.json`` body."""
     results: list[BaselineCase]
     """Its cases, sorted by node id."""
+    subset: str | None = None
+    """Why the baseline run judged only part of its cases (cut short, cases left out, a
+    shard); such a baseline is compared only with ``--llmeval-baseline-allow-mismatch``."""
 
 
 # -- reading and writing ---------------------------------------------------------------------
@@ -229,6 +232,7 @@ def load_baseline(path: Path | str) -> Baseline:
         run_id=run_id if isinstance(run_id, str) else None,
         report=report,
         results=sorted(cases, key=lambda c: c.nodeid),
+        subset=subset_of(report),
     )
 
 
@@ -309,17 +313,49 @@ def _load_run_dir(path: Path) -> Baseline:
         except safe_read.SupportFileError as exc:
             raise BaselineError(f"baseline {exc.where}: not JSON: {exc.message}") from None
         cases.append(_case(row, f"{results_path}:{number}"))
-    run_id = None
+    run_id, shard = None, None
     manifest_path = path / "manifest.json"
     if manifest_path.is_file():
         manifest = _read_json(manifest_path)
         if isinstance(manifest, dict) and isinstance(manifest.get("run_id"), str):
             run_id = manifest["run_id"]
+        if isinstance(manifest, dict) and isinstance(manifest.get("shard"), list):
+            shard = manifest["shard"]
     return Baseline(
         source=str(path),
         run_id=run_id,
         report=report,
         results=sorted(cases, key=lambda c: c.nodeid),
+        subset=subset_of(report, shard),
+    )
+
+
+def subset_of(report: Mapping[str, Any], shard: Sequence[Any] | None = None) -> str | None:
+    """Why a run's ``report.json`` body judged only part of its cases (``None`` when it judged
+    them all): cut short (``interrupted``), cases left out (``deselected``: ``-k``, ``-m``,
+    ``--lf``, ``--llmeval-limit``, a spent budget), or one shard of several. Such a run is no
+    baseline: the cases it left out would later read as added, never as regressions."""
+    interrupted = report.get("interrupted")
+    if isinstance(interrupted, Mapping):
+        return (
+            f"it was cut short ({interrupted.get('reason')}: {interrupted.get('cases_run')} of "
+            f"{interrupted.get('cases_total')} cases)"
+        )
+    deselected = report.get("deselected")
+    if isinstance(deselected, Mapping) and deselected:
+        left = sum(n for n in deselected.values() if isinstance(n, int))
+        return f"it left {left} case(s) out (-k, -m, --lf, --llmeval-limit or a budget)"
+    if shard is not None and len(shard) == 2:
+        return f"it is shard {shard[0]}/{shard[1]} (merge the shards, then bless the merge)"
+    return None
+
+
+def not_blessed(path: Path, subset: str) -> str:
+    """The one line of a ``--llmeval-update-baseline`` that was not written: the run judged a
+    subset (the file is left as it was)."""
+    return (
+        f"baseline {path} not updated: {subset.replace('it ', 'this run ', 1)}; a baseline "
+        "is blessed from a run of every case (drop -k/-m/--lf/--llmeval-limit/--llmeval-shard)"
     )
 
 
@@ -384,6 +420,12 @@ def diff(
     (plugin version) differ, unless ``allow_mismatch``; added, removed and edited cases never
     do.
     """
+    if baseline.subset is not None and not allow_mismatch:
+        raise BaselineError(
+            f"baseline {baseline.source} judged only part of its cases: {baseline.subset}; "
+            f"re-create it from a run of every case ({UPDATE_FLAG}), or pass "
+            f"{ALLOW_MISMATCH_FLAG} to compare anyway"
+        )
     current = sorted((_slim(row) for row in current_results), key=lambda c: c.nodeid)
     aligned = _align(current, baseline.results)
     mismatches = _fingerprint_mismatches(baseline.report, current_report)

@@ -17,7 +17,7 @@ from pytest_llmeval.errors import LLMEvalError
 from pytest_llmeval.models import CaseResult
 from pytest_llmeval.redact import MIN_SECRET_LENGTH, find_leaks
 from pytest_llmeval.report import console, verdict
-from pytest_llmeval.report.baseline import diff_markdown, write_baseline
+from pytest_llmeval.report.baseline import diff_markdown, not_blessed, subset_of, write_baseline
 from pytest_llmeval.report.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.progress import results_cost
@@ -177,8 +177,13 @@ class SessionReport:
         manifests = state.config.stash[deselections_key].manifests
         gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
         self.verdict = verdict.judge(report, results, settings, gates, problems)
+        subset = subset_of(report.without_baseline().dump(), settings.shard)
         if settings.update_baseline is not None and interrupted is not None:
             self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
+        elif settings.update_baseline is not None and subset is not None:
+            self.verdict.faults.append(
+                Fault("baseline", not_blessed(settings.update_baseline, subset))
+            )
         elif settings.update_baseline is not None:
             blessed = report.without_baseline().dump()
             write_baseline(
@@ -295,6 +300,8 @@ class SessionReport:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
         if self.state.placeholders:
             terminalreporter.write_line(placeholder_notice(self.state.placeholders))
+        for fault in self.verdict.faults_of("baseline"):
+            terminalreporter.write_line(f"llmeval: {fault}", red=True)
         for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         if self.mlflow_run_id is not None:

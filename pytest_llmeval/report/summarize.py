@@ -31,6 +31,10 @@ __all__ = ["Summarized", "summarize"]
 class Summarized:
     report: Report
     verdict: verdict.Verdict
+    exit_code: int
+    """What the session over these results exited with, as judged again: 0 green, 1 red (a
+    case failed, a gate failed, a regression ...), 2 for a run that was cut short by Ctrl-C,
+    SIGTERM or a budget (1 for ``-x``); CI can gate on ``summarize`` as on the session."""
 
 
 def summarize(run_dir: Path) -> Summarized:
@@ -69,4 +73,15 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
     diff = report.baseline
     extra = "\n" + diff_markdown(diff) if diff is not None else ""
     writer.write(run.results, report, writer.suite_artifacts(run.results), extra)
-    return Summarized(report, judged)
+    return Summarized(report, judged, _exit_code(judged, run, settings))
+
+
+def _exit_code(judged: verdict.Verdict, run: RunRecord, settings: Settings) -> int:
+    """The rebuilt verdict's exit status: a cut-short run is never 0."""
+    code = judged.exit_code(run.results, settings.exit_on)
+    interrupted = run.report.interrupted if run.report is not None else None
+    if interrupted is None and run.manifest.interrupted is not None:
+        interrupted = run.manifest.interrupted
+    if interrupted is None:
+        return code
+    return 1 if interrupted.reason == "maxfail" else max(code, 2)

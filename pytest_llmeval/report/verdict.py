@@ -52,7 +52,7 @@ BASELINE_NODE = "llmeval-baseline::no-regressions"
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged"]
+FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged", "baseline"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class Fault:
     """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
     configured secret's value is in a written file; ``crash``: an xdist worker died after its
     case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
-    was skipped, so nothing was judged."""
+    was skipped, so nothing was judged; ``baseline``: the baseline asked for was not written
+    (the run judged a subset)."""
     message: str
 
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,6 +32,10 @@ SCORERS_VERSION = __version__
 """The version of the scorers that judged a journaled result (they ship with the plugin): a
 resume reuses only results judged by the same ones."""
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
+FRESH_MARK = "fresh"
+"""A file in an attempt's journal folder: that attempt was a fresh session (not a resume) in a
+run dir an earlier session used. Readers start at the latest such attempt, so a fresh session
+never mixes with an earlier one's results; the earlier journal files stay on disk."""
 
 
 def journal_root(run_dir: Path) -> Path:
@@ -47,18 +52,27 @@ def next_attempt(run_dir: Path) -> int:
 class Journal:
     """One process's journal file for one attempt; thread-safe, flushed per case."""
 
-    def __init__(self, run_dir: Path, attempt: int, process: str):
+    def __init__(self, run_dir: Path, attempt: int, process: str, *, fresh: bool = False):
         self.path = journal_root(run_dir) / f"{attempt:03d}" / f"{process}-{os.getpid()}.jsonl"
+        self.fresh = fresh
+        """A fresh session in a run dir used before: its first line marks the attempt
+        (:data:`FRESH_MARK`) so readers leave the earlier sessions' results out."""
         self._handle: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._whole = 0
         """Bytes of whole lines written so far: a failed write is cut back to it."""
+        self.scoring: Callable[[str], str] | None = None
+        """The scoring configuration's fingerprint for a case file (its manifest's thresholds
+        and options, repeats, the judge ...), journaled with each result: a resume reuses a
+        result only when it is the same."""
         self.error: OSError | None = None
         """Why the journal stopped (a full disk, a folder that cannot be written); once set,
         nothing more is journaled and the file ends with its last whole line."""
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
         entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
+        if self.scoring is not None:
+            entry["scoring"] = self.scoring(str(result.get("file", "")))
         line = (_ENCODER.encode(entry) + "\n").encode("ascii")
         with self._lock:
             if self.error is not None:
@@ -66,6 +80,8 @@ class Journal:
             try:
                 if self._handle is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
+                    if self.fresh:  # before the first line: no reader mixes the sessions
+                        (self.path.parent / FRESH_MARK).touch()
                     self._handle = self.path.open("ab", buffering=0)
                     self._whole = self._handle.seek(0, os.SEEK_END)
                 written = 0
@@ -102,13 +118,16 @@ def read_final(
 
 def read_reusable(
     run_dir: Path, before_attempt: int
-) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str]]:
+) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str], dict[str, Any]]:
     """What a resume may reuse: the final results of the attempts before ``before_attempt``
-    judged by these scorers (:data:`SCORERS_VERSION`), and the node ids of final results
-    judged by other ones (or by a plugin that did not record its version), which run again."""
+    judged by these scorers (:data:`SCORERS_VERSION`), the node ids of final results
+    judged by other ones (or by a plugin that did not record its version), which run again,
+    and the scoring configuration's fingerprint each result was judged under (``None`` when
+    not journaled)."""
     rescore: set[str] = set()
-    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore)
-    return found, rescore
+    scoring: dict[str, Any] = {}
+    found = read_results(run_dir, before_attempt, final_only=True, rescore=rescore, scoring=scoring)
+    return found, rescore, scoring
 
 
 def read_results(
@@ -117,6 +136,7 @@ def read_results(
     *,
     final_only: bool = False,
     rescore: set[str] | None = None,
+    scoring: dict[str, Any] | None = None,
 ) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
     """The latest journaled result of every case (only final ones with ``final_only``).
 
@@ -131,7 +151,8 @@ def read_results(
         for p in root.iterdir()
         if p.name.isdigit() and (before_attempt is None or int(p.name) < before_attempt)
     )
-    for attempt in attempts:
+    fresh = [i for i, p in enumerate(attempts) if (p / FRESH_MARK).exists()]
+    for attempt in attempts[fresh[-1] if fresh else 0 :]:  # this run's attempts only
         for path in sorted(attempt.glob("*.jsonl")):
             for number, line in enumerate(_whole_lines(path), 1):
                 try:
@@ -152,6 +173,8 @@ def read_results(
                         continue
                 if not final_only or _final(result):
                     found[result.nodeid] = (result, entry.get("runner"))
+                    if scoring is not None:
+                        scoring[result.nodeid] = entry.get("scoring")
                 else:
                     found.pop(result.nodeid, None)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -97,9 +97,9 @@ class LLMEvalState:
         self.resume_notes_changed = False
         self.rescore: set[str] = set()
         """Node ids whose final result was judged by other scorers (another plugin version)."""
+        self.scorings: dict[str, Any] = {}
+        """The scoring fingerprint each reusable result was judged under, by node id."""
         try:
-            self.scorings: dict[str, Any] = {}
-            """The scoring fingerprint each reusable result was judged under, by node id."""
             if settings.resume:
                 self.finished, self.rescore, self.scorings = read_reusable(
                     self.run_dir, self.attempt

@@ -177,7 +177,8 @@ class SessionReport:
         manifests = state.config.stash[deselections_key].manifests
         gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
         self.verdict = verdict.judge(report, results, settings, gates, problems)
-        subset = subset_of(report.without_baseline().dump(), settings.shard)
+        blessed = report.without_baseline().dump() if settings.update_baseline else {}
+        subset = subset_of(blessed, settings.shard) if settings.update_baseline else None
         if settings.update_baseline is not None and interrupted is not None:
             self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
         elif settings.update_baseline is not None and subset is not None:
@@ -185,7 +186,6 @@ class SessionReport:
                 Fault("baseline", not_blessed(settings.update_baseline, subset))
             )
         elif settings.update_baseline is not None:
-            blessed = report.without_baseline().dump()
             write_baseline(
                 settings.update_baseline,
                 state.redactor.value(blessed),

@@ -39,6 +39,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable",
         "test_a_gate_when_no_eval_case_was_collected_is_a_usage_error",
         "test_a_gate_whose_cases_were_all_deselected_is_partial_everywhere",
+        "test_a_deselected_manifests_gate_is_still_checked_at_the_start",
         "test_a_suites_own_gate_with_nothing_to_judge",
         "test_optional_is_spelled_alike_on_the_command_line_and_in_manifests",
         "test_a_manifest_gate_value_that_is_not_a_number_is_refused",

@@ -631,6 +631,26 @@ def test_a_gate_whose_cases_were_all_deselected_is_partial_everywhere(
     assert all(c.find("skipped") is not None for c in gates.values())
 
 
+def test_a_deselected_manifests_gate_is_still_checked_at_the_start(
+    pytester: pytest.Pytester,
+) -> None:
+    """Judged ``partial`` rather than dropped, a manifest's gate is checked like any other:
+    a typo in it is one usage error, not a partial gate that hides it."""
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    write_json(pytester, "data.json", MISSING)
+    pytester.makefile(
+        ".llmeval.yaml", m="suite: golden\ndata: data.json\ngates: [pas_rate >= 0.4]\n"
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "-k", "test_ok", "--llmeval-run-dir", "run"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: m.llmeval.yaml: gates: golden.pas_rate>=0.4: suite 'golden' has no metric*"]
+    )
+    assert not (pytester.path / "run").exists()
+
+
 @pytest.mark.parametrize("optional", [False, True])
 def test_a_suites_own_gate_with_nothing_to_judge(pytester: pytest.Pytester, optional: bool) -> None:
     """The integration data has no negative control: that gate of the suite judged nothing. It

@@ -23,7 +23,7 @@ with ``-n 2`` as without.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeGuard
 
 import pytest
@@ -154,7 +154,8 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
             gates.append((f"--llmeval-gate {text!r}", parse_gate(text, "cli")))
         except ValueError as exc:
             raise pytest.UsageError(f"--llmeval-gate: {exc}") from None
-    gates += _manifest_gates(state, items)
+    deselected = config.stash[deselections_key].manifests  # gates judged partial: checked too
+    gates += _manifest_gates(state, items, deselected)
     collected = config.stash[deselections_key].suites
     categories = config.stash[deselections_key].categories
     every_file = not config.getoption("lf", False)  # --lf leaves whole files uncollected
@@ -177,11 +178,15 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
             raise pytest.UsageError(f"{source}: {why}")
 
 
-def _manifest_gates(state: LLMEvalState, items: Sequence[EvalItem]) -> list[tuple[str, Gate]]:
-    """The gates of the manifests whose cases were selected; one that does not parse is left
-    to the verdict (a gate problem that fails the run, as a broken manifest is)."""
+def _manifest_gates(
+    state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str] = ()
+) -> list[tuple[str, Gate]]:
+    """The gates of the manifests whose cases were selected, or collected (``collected``:
+    node id prefixes) and all deselected; one that does not parse is left to the verdict (a
+    gate problem that fails the run, as a broken manifest is)."""
     rootdir = state.settings.rootdir
     paths = {item.eval_file.path for item in items if item.eval_file.path.name.endswith(".yaml")}
+    paths |= {rootdir / name for name in collected}
     out: list[tuple[str, Gate]] = []
     for path in sorted(paths):
         name = display_path(path, rootdir)

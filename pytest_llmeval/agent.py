@@ -232,6 +232,8 @@ def to_transcript(result: Any, case: EvalCase, wall_ms: float) -> Transcript:
     """Accept a Transcript, an AgentResponse, a tool-forge style dict, or a plain string;
     a reported duration that is not a finite number is the agent's error."""
     transcript = _as_transcript(result, case, wall_ms)
+    if not transcript.tool_calls and math.isfinite(transcript.duration_ms):
+        return transcript  # the common case, checked without building the list below
     timings = [("durationMs", transcript.duration_ms)]
     timings += [(f"toolCalls/{k}/durationMs", c.duration_ms)
                 for k, c in enumerate(transcript.tool_calls)]  # fmt: skip

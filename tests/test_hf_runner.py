@@ -455,14 +455,12 @@ def test_golden_file_runs_with_the_hf_runner(
     result = pytester.runpytest_subprocess(
         "--llmeval-runner",
         "hf",
-        "--llmeval-model",
-        str(tiny_dir),
+        f"--llmeval-model={tiny_dir}",  # spaced, a folder elsewhere moves pytest's rootdir
         "--llmeval-device",
         "cpu",
         "--llmeval-max-tokens",
         "6",
-        "--llmeval-tool-registry",
-        "tools.json",
+        "--llmeval-tool-registry=tools.json",
         "--llmeval-run-dir",
         "run",
         "-p",

@@ -136,3 +136,29 @@ def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(SCRIPTED_CONFTEST)
     write_jsonl(pytester, "fixtures/tools/weather.jsonl", WEATHER_FIXTURES)
     return pytester
+
+
+def down_runner(kind: str) -> str:
+    """A conftest registering runner ``down``, whose backend refuses every call with a
+    :class:`~pytest_llmeval.errors.RunnerError` of ``kind`` (a dead backend, a wrong base
+    URL): each case errors when it runs."""
+    return f"""
+from pytest_llmeval.errors import RunnerError
+
+
+class Down:
+    name = "down"
+
+    def fingerprint(self):
+        return {{"type": "down"}}
+
+    async def generate(self, request):
+        raise RunnerError("POST http://127.0.0.1:9/v1: connection refused", kind={kind!r})
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("down", lambda settings: Down())
+"""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import read_jsonl, write_json
+from conftest import down_runner, read_jsonl, write_json
 
 CASES = [{"id": "a", "input": "x", "expected_output": "x"},
          {"id": "b", "input": "y", "expected_output": "y"}]  # fmt: skip
@@ -19,26 +19,7 @@ def _one_line_each(result: pytest.RunResult, text: str) -> None:
                for line in stdout.splitlines()) == 2  # fmt: skip
 
 
-DOWN = """
-from pytest_llmeval.errors import RunnerError
-
-
-class Down:
-    name = "down"
-
-    def fingerprint(self):
-        return {"type": "down"}
-
-    async def generate(self, request):
-        raise RunnerError("POST http://127.0.0.1:9/v1: connection refused", kind="http")
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("down", lambda settings: Down())
-"""
+DOWN = down_runner("http")
 """A runner whose backend refuses every call: each case errors when it runs."""
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import answering_runner, read_jsonl, write_json, write_jsonl
+from conftest import answering_runner, down_runner, read_jsonl, write_json, write_jsonl
 from test_integration_suite import FIXTURES, ITEMS, MODEL_CONFTEST, SCRIPTS, TOOLS
 from test_judge import JUDGE_CONFTEST, RUBRIC
 
@@ -45,26 +45,7 @@ MISSING = [
     {"id": "miss", "input": "this", "expected_output": "that"},
 ]
 
-DOWN = """
-from pytest_llmeval.errors import RunnerError
-
-
-class Down:
-    name = "down"
-
-    def fingerprint(self):
-        return {"type": "down"}
-
-    async def generate(self, request):
-        raise RunnerError("POST http://127.0.0.1:9/v1: connection refused", kind="connection")
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("down", lambda settings: Down())
-"""
+DOWN = down_runner("connection")
 """A runner whose backend refuses every call (a dead backend, a wrong base URL)."""
 
 OWN_AGENT = """

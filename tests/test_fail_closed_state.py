@@ -214,6 +214,24 @@ def _journaled(run_dir: Path) -> int:
     return count
 
 
+def _first_session(base: list[str], run_dir: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """Start ``base`` on ``run_dir`` and return once it has journaled a case (so it holds the
+    run dir while a second session is tried)."""
+    first = subprocess.Popen(
+        [*base, "--llmeval-run-dir", str(run_dir)],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while _journaled(run_dir) < 1:
+        if first.poll() is not None or time.monotonic() > deadline:
+            first.kill()
+            raise AssertionError("the first session ended (or never journaled) before the second")
+        time.sleep(0.02)
+    return first
+
+
 def test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing(
     pytester: pytest.Pytester,
 ) -> None:
@@ -226,18 +244,8 @@ def test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing(
     run_dir = pytester.path / "run"
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--llmeval-runner", "slow",
             "--llmeval-concurrency", "1"]  # fmt: skip
-    first = subprocess.Popen(
-        [*base, "--llmeval-run-dir", str(run_dir)],
-        cwd=pytester.path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first = _first_session(base, run_dir, pytester.path)
     try:
-        deadline = time.monotonic() + 60
-        while _journaled(run_dir) < 1:
-            assert first.poll() is None, "the first session ended before the second started"
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
         for flag in ("--llmeval-run-dir", "--llmeval-resume"):
             second = subprocess.run(
                 [*base, flag, str(run_dir)], cwd=pytester.path, capture_output=True, text=True
@@ -506,18 +514,8 @@ def test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker(
     run_dir = pytester.path / "run"
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--llmeval-runner", "slow",
             "--llmeval-concurrency", "1", "-n", "2"]  # fmt: skip
-    first = subprocess.Popen(
-        [*base, "--llmeval-run-dir", str(run_dir)],
-        cwd=pytester.path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first = _first_session(base, run_dir, pytester.path)
     try:
-        deadline = time.monotonic() + 60
-        while _journaled(run_dir) < 1:
-            assert first.poll() is None, "the first session ended before the second started"
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
         assert (run_dir / ".llmeval-run").is_file()  # a killed controller leaves a run dir
         second = subprocess.run(
             [*base, "--llmeval-run-dir", str(run_dir)],

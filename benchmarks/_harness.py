@@ -156,8 +156,8 @@ def baseline_env(env: Mapping[str, str], source: Path) -> dict[str, str]:
     the package, e.g. ``git worktree add /tmp/base HEAD``) instead of this checkout: the
     ``--baseline`` variants measure a change side by side with what it replaces."""
     package = source / "pytest_llmeval"
-    if not (package / "plugin.py").is_file():
-        raise SystemExit(f"--baseline {source}: no pytest_llmeval/plugin.py there")
+    if not ((package / "plugin.py").is_file() or (package / "plugin" / "hooks.py").is_file()):
+        raise SystemExit(f"--baseline {source}: no pytest-llmeval plugin module there")
     env = {**env, "PYTHONPATH": str(source.resolve())}
     warm_bytecode(env)
     return env

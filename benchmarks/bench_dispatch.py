@@ -41,7 +41,7 @@ from _harness import (
 
 CONFTEST = """
 import asyncio
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 LATENCY = {latency}

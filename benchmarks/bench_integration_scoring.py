@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 def _rescore(run_dir: Path, mode: str) -> tuple[float, int, bool]:
     """Best seconds per round to score every recorded item; item count; details identical."""
-    from pytest_llmeval.models import CaseResult, Transcript
-    from pytest_llmeval.settings import Settings
+    from pytest_llmeval.config.settings import Settings
+    from pytest_llmeval.core.models import CaseResult, Transcript
     from pytest_llmeval.suites.base import CaseSource, PendingCase, SuiteContext
     from pytest_llmeval.suites.integration import IntegrationSuite
-    from pytest_llmeval.tools import ToolRegistry
+    from pytest_llmeval.tools.registry import ToolRegistry
 
     settings = Settings.model_construct(
         rootdir=ROOT,

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pytest_llmeval.models import ToolCall, Usage
+from pytest_llmeval.core.models import ToolCall, Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 
 Route = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]"], dict[str, Any]]]

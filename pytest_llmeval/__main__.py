@@ -9,9 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_llmeval.errors import LLMEvalError
-from pytest_llmeval.report import console, shard_commands
-from pytest_llmeval.report.summarize import summarize
+from pytest_llmeval.commands import shards as shard_commands
+from pytest_llmeval.commands.summarize import summarize
+from pytest_llmeval.core.errors import LLMEvalError
+from pytest_llmeval.report import console
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,8 @@ is promised to stay::
         registry.register("my-model", lambda settings: MyModel())
 
 The hooks (``pytest_llmeval_register_runners(registry)``,
-``pytest_llmeval_register_suites(registry)``) are specified in :mod:`pytest_llmeval.hookspecs`;
+``pytest_llmeval_register_suites(registry)``) are specified in
+:mod:`pytest_llmeval.plugin.hookspecs`;
 the fixtures are ``llmeval_settings``, ``llmeval_runner``, ``llmeval_broker`` and
 ``llmeval_agent`` (session-scoped, overridable in any conftest). A suite implements
 :class:`Suite`; the run dir's files are described by :class:`RunLayout` and read back with
@@ -25,9 +26,9 @@ the fixtures are ``llmeval_settings``, ``llmeval_runner``, ``llmeval_broker`` an
 from __future__ import annotations
 
 from pytest_llmeval import __version__
-from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.context import emit, repeat_index, workspace
-from pytest_llmeval.errors import (
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.case_context import emit, repeat_index, workspace
+from pytest_llmeval.core.errors import (
     CaseFileError,
     ConfigError,
     EvalFailure,
@@ -36,7 +37,7 @@ from pytest_llmeval.errors import (
     RunDirVersionError,
     RunnerError,
 )
-from pytest_llmeval.models import (
+from pytest_llmeval.core.models import (
     CaseResult,
     CaseScore,
     EvalCase,
@@ -59,8 +60,8 @@ from pytest_llmeval.runners.base import (
     SupportsLoglikelihood,
 )
 from pytest_llmeval.runners.registry import RunnerRegistry
-from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite, SuiteContext, SuiteRegistry
+from pytest_llmeval.tools.broker import ToolBroker
 
 __all__ = [
     "AgentEndpoint",

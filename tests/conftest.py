@@ -52,7 +52,7 @@ def answering_runner(name: str, trigger: str, answer: str) -> str:
     """A conftest registering runner ``name``: it echoes the last message, and answers the
     Python expression ``answer`` when the test ``trigger`` holds for that message's ``text``."""
     return f"""
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 
@@ -140,10 +140,10 @@ def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def down_runner(kind: str) -> str:
     """A conftest registering runner ``down``, whose backend refuses every call with a
-    :class:`~pytest_llmeval.errors.RunnerError` of ``kind`` (a dead backend, a wrong base
+    :class:`~pytest_llmeval.core.errors.RunnerError` of ``kind`` (a dead backend, a wrong base
     URL): each case errors when it runs."""
     return f"""
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.core.errors import RunnerError
 
 
 class Down:

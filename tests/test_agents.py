@@ -20,7 +20,7 @@ def test_conftest_overrides_the_agent(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
         import pytest
-        from pytest_llmeval.models import ToolCallRecord
+        from pytest_llmeval.core.models import ToolCallRecord
         from pytest_llmeval.runners.base import AgentResponse
 
         class MyAgent:
@@ -114,7 +114,7 @@ from pytest_llmeval.testing.scripted import Rule, ScriptedModel
 
 class Looping(ScriptedModel):
     def _answer(self, request):
-        from pytest_llmeval.models import ToolCall
+        from pytest_llmeval.core.models import ToolCall
         from pytest_llmeval.runners.base import Completion
         return Completion(tool_calls=[ToolCall(id="c", name="get_weather", arguments={})])
 

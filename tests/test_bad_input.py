@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import answering_runner, read_jsonl, write_json
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.manifest import read_manifest
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs.manifest import read_manifest
 from pytest_llmeval.report.gates import parse_gate, parse_gate_spec
 from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
 

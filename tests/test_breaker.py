@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.errors import BackendUnreachable, RunnerError
+from pytest_llmeval.core.errors import BackendUnreachable, RunnerError
 from pytest_llmeval.limits import Breaker, LimitServer, NullLimiter, RemoteBreaker
 from pytest_llmeval.limits.breaker import breaker_message
 from pytest_llmeval.runners.http import JsonHttp
@@ -278,7 +278,7 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
 
 def test_eval_failure_messages_are_clipped() -> None:
     """issue 15 #5: a huge answer quoted in a failure is cut, with its full length."""
-    from pytest_llmeval.errors import EvalFailure
+    from pytest_llmeval.core.errors import EvalFailure
 
     failure = EvalFailure("expected 'a', got " + "x" * 100_000, "y" * 100_000)
     assert failure.message.endswith("[clipped: 100018 characters in all]")

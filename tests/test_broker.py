@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.broker import ToolBroker, normalize_args
-from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.core.errors import ConfigError
+from pytest_llmeval.tools.broker import ToolBroker, normalize_args
 
 SEARCH_RESULT = {"ok": True, "hits": [{"title": "RoPE", "url": "https://example.org/rope"}]}
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.scoring.classification import (
     accuracy,
     argmax_first,

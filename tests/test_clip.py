@@ -3,7 +3,7 @@ clipped again shorter (an error kept clipped, then shown in summary.md)."""
 
 from __future__ import annotations
 
-from pytest_llmeval.clip import clip, marker
+from pytest_llmeval.core.clip import clip, marker
 
 
 def test_a_short_text_is_kept_and_a_long_one_says_its_length() -> None:
@@ -22,7 +22,7 @@ def test_a_marker_inside_the_text_is_not_taken_for_its_length() -> None:
 
 
 def test_full_length_reads_the_marker() -> None:
-    from pytest_llmeval.clip import full_length
+    from pytest_llmeval.core.clip import full_length
 
     assert full_length("abc") == 3
     assert full_length(clip("a" * 500, 10)) == 500

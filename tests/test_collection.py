@@ -169,7 +169,7 @@ def test_ini_globs_choose_the_files(scripted: pytest.Pytester) -> None:
 
 
 def test_help_documents_every_option(pytester: pytest.Pytester) -> None:
-    from pytest_llmeval.settings import OPTIONS
+    from pytest_llmeval.config.settings import OPTIONS
 
     result = pytester.runpytest("--help")
     text = result.stdout.str()
@@ -205,7 +205,7 @@ def test_unknown_runner_names_the_known_ones(scripted: pytest.Pytester) -> None:
 def test_readme_documents_every_option() -> None:
     from pathlib import Path
 
-    from pytest_llmeval.settings import OPTIONS
+    from pytest_llmeval.config.settings import OPTIONS
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     missing = [spec.flag for spec in OPTIONS if f"`{spec.flag}" not in readme]

@@ -146,7 +146,7 @@ def test_workers_know_the_controllers_run_dir(scripted: pytest.Pytester) -> None
         scripted.path.joinpath("conftest.py").read_text()
         + """
 import pathlib
-from pytest_llmeval.state import state_key
+from pytest_llmeval.plugin.state import state_key
 
 def pytest_sessionfinish(session):
     worker = getattr(session.config, "workerinput", {}).get("workerid", "controller")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.dispatch import Dispatcher, Job
-from pytest_llmeval.models import EvalCase
+from pytest_llmeval.core.models import EvalCase
+from pytest_llmeval.engine.dispatch import Dispatcher, Job
+from pytest_llmeval.tools.broker import ToolBroker
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
 

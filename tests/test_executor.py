@@ -7,7 +7,7 @@ from conftest import read_jsonl, write_json
 
 WORKSPACE_AGENT = """
 import pytest
-from pytest_llmeval import context
+from pytest_llmeval.core import case_context as context
 
 class NoteTaker:
     def run(self, case, broker):
@@ -80,8 +80,8 @@ def pytest_llmeval_register_runners(registry):
 
 
 def test_workspace_outside_a_case_is_an_error() -> None:
-    from pytest_llmeval import context
-    from pytest_llmeval.errors import LLMEvalError
+    from pytest_llmeval.core import case_context as context
+    from pytest_llmeval.core.errors import LLMEvalError
 
     with pytest.raises(LLMEvalError, match="only available while a case runs"):
         context.workspace()

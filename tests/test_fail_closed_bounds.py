@@ -1,7 +1,7 @@
 """Counts that multiply work are bounded, and budgets count everything that costs.
 
 * Repeats, judge repeats, turn limits and concurrency are whole numbers in a documented range
-  (:mod:`pytest_llmeval.bounds`) wherever they are given; a bad one is an error where it
+  (:mod:`pytest_llmeval.core.bounds`) wherever they are given; a bad one is an error where it
   stands: a usage error on the command line, ini or environment (exit 4), that row's error in
   a data row, that manifest's error item in a manifest. It is never silently 1.
 * The per-case timeout bounds all of a case's repeats together.
@@ -23,14 +23,14 @@ import httpcore  # noqa: F401  (imported before any in-process run: see below)
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.dispatch import Dispatcher
+from pytest_llmeval.core.models import EvalCase
+from pytest_llmeval.core.shards import worker_of
+from pytest_llmeval.engine.dispatch import Dispatcher
 from pytest_llmeval.limits import LimitServer, RemoteLedger, SpendLedger
 from pytest_llmeval.limits.ledger import Totals
-from pytest_llmeval.models import EvalCase
-from pytest_llmeval.shards import worker_of
 from pytest_llmeval.testing.openai_server import OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request
+from pytest_llmeval.tools.broker import ToolBroker
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
 # httpcore is imported above on purpose: an in-process pytester run unloads the modules first
@@ -285,7 +285,7 @@ HANGING_CONFTEST = """
 import asyncio
 from pathlib import Path
 
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 
@@ -411,7 +411,7 @@ def test_a_token_budget_counts_every_repeat(pytester: pytest.Pytester) -> None:
 JUDGE_CONFTEST = """
 import json
 
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 
@@ -682,7 +682,7 @@ def test_a_bad_turn_limit_in_a_gaia_manifest_is_that_manifests_error(
 # -- a token count that would lower what a budget counts --------------------------------------
 
 USAGE_CONFTEST = """
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 

@@ -310,7 +310,7 @@ def test_a_date_or_number_is_not_a_secret(
 
 
 def test_a_key_with_digits_and_letters_is_still_a_secret() -> None:
-    from pytest_llmeval.redact import is_placeholder
+    from pytest_llmeval.core.redact import is_placeholder
 
     assert not is_placeholder("2026-11-26-a9f3k")
     assert not is_placeholder("sk-20261126")
@@ -318,7 +318,7 @@ def test_a_key_with_digits_and_letters_is_still_a_secret() -> None:
 
 
 def test_which_path_segments_look_like_keys() -> None:
-    from pytest_llmeval.redact import MASK, looks_secret, public_url
+    from pytest_llmeval.core.redact import MASK, looks_secret, public_url
 
     for name in [
         "claude-3-5-sonnet-20241022", "Meta-Llama-3.1-8B-Instruct", "text-embedding-3-large",

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.report.summarize import summarize
+from pytest_llmeval.commands.summarize import summarize
 
 REPORTS = ("results.jsonl", "report.json", "summary.md", "report.html", "manifest.json")
 
@@ -38,7 +38,7 @@ RUNNER = """
 import asyncio, os, signal
 from pathlib import Path
 
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
 
 

@@ -301,8 +301,8 @@ def test_an_agent_reporting_a_latency_that_is_not_finite_is_the_cases_error(
 ECHO_CONFTEST = """
 import os
 
-from pytest_llmeval.context import repeat_index
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.core.case_context import repeat_index
+from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.runners.base import Completion
 
 class Flaky:
@@ -558,7 +558,7 @@ def test_a_judge_reply_nested_too_deeply_is_an_audited_judge_error(
 # -- an impossible log-likelihood is the case's error ----------------------------------------
 
 LOGLIK_CONFTEST = """
-from pytest_llmeval.models import Loglik
+from pytest_llmeval.core.models import Loglik
 
 class Scorer:
     name = "signed"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.report.merge import MergeError, merge
+from pytest_llmeval.commands.merge import MergeError, merge
 from pytest_llmeval.rundir.journal import Journal, read_final
 
 CASES = [
@@ -319,8 +319,8 @@ def test_a_run_dir_path_that_is_a_file_is_one_line(pytester: pytest.Pytester) ->
 
 
 def test_validate_sharding_never_deletes_a_run_dir_it_did_not_make(tmp_path: Path) -> None:
-    from pytest_llmeval.errors import LLMEvalError
-    from pytest_llmeval.report.shard_validation import clear_outputs
+    from pytest_llmeval.commands.shard_validation import clear_outputs
+    from pytest_llmeval.core.errors import LLMEvalError
     from pytest_llmeval.rundir.files import tag_run_dir
 
     tag_run_dir(tmp_path / "merged")

@@ -28,6 +28,7 @@ from conftest import answering_runner, down_runner, read_jsonl, write_json, writ
 from test_integration_suite import FIXTURES, ITEMS, MODEL_CONFTEST, SCRIPTS, TOOLS
 from test_judge import JUDGE_CONFTEST, RUBRIC
 
+from pytest_llmeval.plugin.gate_reports import gate_test_reports
 from pytest_llmeval.report import console
 from pytest_llmeval.report.gates import gates_section, make_gate, parse_gate, parse_gate_spec
 from pytest_llmeval.report.html.gate_rows import gates as html_gates
@@ -743,7 +744,7 @@ def test_every_status_reads_as_itself_everywhere() -> None:
     assert [line.split(": ", 1)[1].split(" (")[0] for line in lines] == [
         "passed", "FAILED", "partial", "inconclusive", "warn", "n/a"
     ]  # fmt: skip
-    reports = verdict.test_reports()
+    reports = gate_test_reports(verdict)
     calls = [r for r in reports if r.when == "call"]
     assert [c.outcome for c in calls] == [
         "passed", "failed", "skipped", "skipped", "passed", "skipped"

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from conftest import read_jsonl, write_jsonl
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.models import EvalCase
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import EvalCase
 from pytest_llmeval.scoring.gaia import GAIA_SYSTEM_PROMPT
-from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import CaseSource, SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
 from pytest_llmeval.suites.gaia import GaiaSuite

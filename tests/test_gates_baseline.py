@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.errors import ConfigError, FingerprintMismatch, LLMEvalError
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.errors import ConfigError, FingerprintMismatch, LLMEvalError
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.baseline import (
     BASELINE_VERSION,
     Baseline,

@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 import pytest
 from conftest import read_jsonl, write_json, write_jsonl
 
-from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.fingerprint import fingerprint
-from pytest_llmeval.models import Message, ToolCall, ToolSpec
+from pytest_llmeval.core.errors import ConfigError, RunnerError
+from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.core.models import Message, ToolCall, ToolSpec
 from pytest_llmeval.runners.base import (
     Completion,
     GenerateRequest,

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_llmeval.models import CaseResult, Outcome, ToolCallRecord, Usage
+from pytest_llmeval.core.models import CaseResult, Outcome, ToolCallRecord, Usage
 from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.gates import (
     evaluate_gates,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.errors import ConfigError, RunnerError
+from pytest_llmeval.core.errors import ConfigError, RunnerError
 from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse
 from pytest_llmeval.runners.http_agent import HttpAgentRunner
 from pytest_llmeval.testing.agent import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval.broker import ToolBroker
+from pytest_llmeval.tools.broker import ToolBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "evals" / "tool_integration.integration.jsonl"

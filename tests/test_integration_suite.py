@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json, write_jsonl
 
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.scoring.grounding import (
     SpanText,
     extract_spans,
@@ -201,7 +201,7 @@ FIXTURES = [
 MODEL_CONFTEST = """
 import json
 import pathlib
-from pytest_llmeval.models import ToolCall
+from pytest_llmeval.core.models import ToolCall
 from pytest_llmeval.runners.base import Completion
 
 SCRIPTS = json.loads(pathlib.Path("scripts.json").read_text())

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.models import JudgeTask
-from pytest_llmeval.scoring.judge import extract_verdict, rubric_scores, schema, validate
+from pytest_llmeval.core.models import JudgeTask
+from pytest_llmeval.scoring.judge_verdict import extract_verdict, rubric_scores, schema, validate
 from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
 
 TASK = JudgeTask(kind="rubric", question="q", criteria={"correctness": 2.0, "tone": 1.0})
@@ -37,9 +37,9 @@ def test_reading_a_verdict() -> None:
 # The judge: replies by the answer it is shown (the echo model answers with the input).
 JUDGE_CONFTEST = """
 import json
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.runners.base import Completion
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 
 GOOD = json.dumps({"scores": {"correctness": 1.0, "tone": 0.5}, "reason": "fine"})
 LOW = json.dumps({"scores": {"correctness": 0.1, "tone": 0.2}, "reason": "it ignores the question"})

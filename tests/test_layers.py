@@ -49,7 +49,8 @@ def test_base_layer_imports_without_pytest() -> None:
     """The settings model, the run-dir layer and the suites load in a process without pytest."""
     code = (
         "import sys; sys.modules['pytest'] = None; sys.modules['_pytest'] = None\n"
-        "import pytest_llmeval.settings, pytest_llmeval.rundir, pytest_llmeval.suites.builtin\n"
+        "import pytest_llmeval.config.settings, pytest_llmeval.rundir\n"
+        "import pytest_llmeval.suites.builtin\n"
         "import pytest_llmeval.scoring.toolforge, pytest_llmeval.runners.registry\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

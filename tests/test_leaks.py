@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.redact import MASK, Redactor, url_secrets
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.redact import MASK, Redactor, url_secrets
+from pytest_llmeval.plugin.state import session_secrets
 from pytest_llmeval.report.provenance import filtered_environment
-from pytest_llmeval.settings import Settings
-from pytest_llmeval.state import session_secrets
 from pytest_llmeval.testing.openai_server import OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request
 
@@ -226,7 +226,7 @@ def test_the_leak_check_fires_on_a_bypassed_route(
     pytester.makeconftest(
         f"""
 def pytest_sessionfinish(session):
-    from pytest_llmeval.state import state_key
+    from pytest_llmeval.plugin.state import state_key
     run_dir = session.config.stash[state_key].ensure_run_dir()
     (run_dir / "ci.txt").write_text("{CI_TOKEN}")
     (run_dir / "url.txt").write_text("{USERINFO}")

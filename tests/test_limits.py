@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.models import Message
 from pytest_llmeval.limits import (
     MIN_FACTOR,
     NULL_LIMITER,
@@ -29,13 +31,11 @@ from pytest_llmeval.limits import (
     Ticket,
     parse_rate_limit,
 )
-from pytest_llmeval.models import Message
 from pytest_llmeval.runners.base import GenerateRequest
 from pytest_llmeval.runners.http import JsonHttp
 from pytest_llmeval.runners.http_agent import HttpAgentRunner
 from pytest_llmeval.runners.openai_http import OpenAIRunner
 from pytest_llmeval.runners.registry import RunnerRegistry
-from pytest_llmeval.settings import Settings
 from pytest_llmeval.testing.agent import example_agent_handler
 from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request, ScriptedServer

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import (
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs.loading import (
     JsonDocument,
     Record,
     first_record,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval import safe_yaml
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.manifest import COMMON_OPTIONS, Manifest, read_manifest
-from pytest_llmeval.schemas import strict_validator
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs import safe_yaml
+from pytest_llmeval.inputs.manifest import COMMON_OPTIONS, Manifest, read_manifest
+from pytest_llmeval.inputs.schemas import strict_validator
 from pytest_llmeval.suites.builtin import builtin_suites
 from pytest_llmeval.suites.golden import GoldenSuite
 from pytest_llmeval.suites.when2call import When2CallSuite

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.redact import MASK
+from pytest_llmeval.core.redact import MASK
 from pytest_llmeval.report.mlflow_log import (
     INSTALL_HINT,
     TRUNCATED,
@@ -306,7 +306,7 @@ def test_the_command_line_relogs_a_run_dir(
 def test_options_ini_and_environment(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_llmeval.options import from_config
+    from pytest_llmeval.plugin.options import from_config
 
     settings = from_config(pytester.parseconfigure())
     assert settings.mlflow is None and settings.mlflow_experiment == "pytest-llmeval"

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json, write_jsonl
 
-from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.models import Message, ToolCall, ToolSpec
-from pytest_llmeval.prompt import PromptWrapper
-from pytest_llmeval.providers import parse_providers, route_model
+from pytest_llmeval.config.providers import parse_providers, route_model
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import ConfigError, RunnerError
+from pytest_llmeval.core.models import Message, ToolCall, ToolSpec
 from pytest_llmeval.runners.base import (
     Completion,
     GenerateRequest,
@@ -29,8 +29,8 @@ from pytest_llmeval.runners.base import (
     SupportsLoglikelihood,
 )
 from pytest_llmeval.runners.openai_http import OpenAIRunner
+from pytest_llmeval.runners.prompt import PromptWrapper
 from pytest_llmeval.runners.registry import RunnerRegistry
-from pytest_llmeval.settings import Settings
 from pytest_llmeval.testing.openai_server import (
     ChatAnswer,
     CompletionAnswer,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.pricing import Price, Spend, load_prices, price_of
-from pytest_llmeval.report.progress import duration, progress_line
+from pytest_llmeval.config.pricing import Price, Spend, load_prices, price_of
+from pytest_llmeval.core.errors import ConfigError
+from pytest_llmeval.plugin.progress import duration, progress_line
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
 EVERY_CASE = ("--llmeval-progress", "0.000001")

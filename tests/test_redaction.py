@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.redact import MASK, Redactor, find_leaks, secret_values
+from pytest_llmeval.core.redact import MASK, Redactor, find_leaks, secret_values
 
 SECRET = "s3cr3t-VALUE-4242"
 
@@ -70,7 +70,7 @@ def test_find_leaks_scans_folders(tmp_path: Path) -> None:
 
 LEAKY_AGENT = f"""
 import pytest
-from pytest_llmeval.models import ToolCallRecord
+from pytest_llmeval.core.models import ToolCallRecord
 from pytest_llmeval.runners.base import AgentResponse
 
 class Leaky:
@@ -121,7 +121,7 @@ def test_leak_check_fires_when_the_redactor_is_bypassed(
         f"""
 def pytest_sessionfinish(session):
     # a plugin that writes into the run dir behind the redactor's back
-    from pytest_llmeval.state import state_key
+    from pytest_llmeval.plugin.state import state_key
     run_dir = session.config.stash[state_key].ensure_run_dir()
     (run_dir / "notes.txt").write_text("oops {SECRET}")
 """
@@ -138,8 +138,8 @@ def pytest_sessionfinish(session):
 
 
 def test_api_key_and_provider_key_variables_are_secrets(pytester: pytest.Pytester) -> None:
-    from pytest_llmeval.options import from_config
-    from pytest_llmeval.state import secret_env_names
+    from pytest_llmeval.plugin.options import from_config
+    from pytest_llmeval.plugin.state import secret_env_names
 
     pytester.makeini(
         "[pytest]\nllmeval_providers =\n    acme http://127.0.0.1:9/v1 ACME_KEY acme-\n"
@@ -160,7 +160,7 @@ def test_a_key_variable_name_is_shown_its_value_never() -> None:
 def test_the_http_client_logs_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from pytest_llmeval.redact import redact_logs
+    from pytest_llmeval.core.redact import redact_logs
 
     redact_logs(Redactor(secrets=[SECRET]))
     try:

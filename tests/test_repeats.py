@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, run_outputs, write_json
 
-from pytest_llmeval.repeats import parse_rule, pass_at_k, pass_hat_k, summary, wilson
+from pytest_llmeval.core.repeats import parse_rule, pass_at_k, pass_hat_k, summary, wilson
 
 # A model that answers right in its first `right` runs of a case (by the run's repeat index):
 # "alpha" always, "beta" in runs 0 and 1 of 5, "gamma" never.
 COUNTER_CONFTEST = """
-from pytest_llmeval.context import repeat_index
+from pytest_llmeval.core.case_context import repeat_index
 from pytest_llmeval.runners.base import Completion
 
 RIGHT = {"alpha": 99, "beta": 2, "gamma": 0}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.context import begin_case, case_scope, end_case
-from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
-from pytest_llmeval.fingerprint import fingerprint
-from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
+from pytest_llmeval.core.case_context import begin_case, case_scope, end_case
+from pytest_llmeval.core.errors import CassetteMiss, ConfigError, RunnerError
+from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.core.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 from pytest_llmeval.runners.echo import EchoRunner
 from pytest_llmeval.runners.replay import (

@@ -158,7 +158,7 @@ def test_manifest_records_git_and_a_filtered_environment(
 def test_results_kept_for_the_session_share_one_field_set() -> None:
     """``CaseResult.kept`` is the validated result, holding a field-name set shared by every
     kept result; a copy with an update still gets a set of its own."""
-    from pytest_llmeval.models import CaseResult
+    from pytest_llmeval.core.models import CaseResult
 
     full = CaseResult(
         case_id="c1", suite="golden", file="x.jsonl", line=3, nodeid="x.jsonl::c1",

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.clip import marker
-from pytest_llmeval.models import EvalCase, Message, ToolCall, Transcript
-from pytest_llmeval.redact import MASK, Redactor
-from pytest_llmeval.results import MAX_MESSAGES, TEXT_LIMIT, ResultBuilder
+from pytest_llmeval.core.clip import marker
+from pytest_llmeval.core.models import EvalCase, Message, ToolCall, Transcript
+from pytest_llmeval.core.redact import MASK, Redactor
+from pytest_llmeval.plugin.results import MAX_MESSAGES, TEXT_LIMIT, ResultBuilder
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.builtin import builtin_suites
 
@@ -242,7 +242,7 @@ def test_long_arguments_and_expectations_become_clipped_redacted_json(tmp_path: 
 
 
 def test_a_choice_case_shows_its_context_and_options(tmp_path: Path) -> None:
-    from pytest_llmeval.models import ChoiceTask
+    from pytest_llmeval.core.models import ChoiceTask
 
     case = _case(
         suite="when2call",
@@ -261,7 +261,7 @@ def test_a_choice_case_shows_its_context_and_options(tmp_path: Path) -> None:
 
 
 def test_results_written_before_the_fields_still_read() -> None:
-    from pytest_llmeval.models import CaseResult
+    from pytest_llmeval.core.models import CaseResult
 
     old = {"case_id": "c", "suite": "golden", "file": "f", "line": 1, "nodeid": "f::c",
            "outcome": "passed", "passed": True}  # fmt: skip
@@ -270,7 +270,7 @@ def test_results_written_before_the_fields_still_read() -> None:
 
 
 def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
-    from pytest_llmeval.models import CaseResult, Packed, unpack
+    from pytest_llmeval.core.models import CaseResult, Packed, unpack
 
     def row(i: int, threshold: Any) -> dict[str, Any]:
         answer = f"answer {i}"
@@ -316,7 +316,7 @@ def test_a_long_answer_is_kept_clipped_with_its_full_length(pytester: pytest.Pyt
     scoring saw the whole answer."""
     from conftest import answering_runner
 
-    from pytest_llmeval.results import RESPONSE_CHARS
+    from pytest_llmeval.plugin.results import RESPONSE_CHARS
 
     pytester.makeconftest(answering_runner("long", 'text == "long"', '"y" * 150_000 + "END"'))
     write_json(pytester, "qa.golden.json", [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import write_json
 
-from pytest_llmeval.errors import RunDirError, RunDirVersionError
+from pytest_llmeval.core.errors import RunDirError, RunDirVersionError
 from pytest_llmeval.rundir import ARTIFACTS, REPORT_FILES, RunLayout, read_run
 
 CASES = [

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.models import ToolCallRecord, Transcript
+from pytest_llmeval.core.models import ToolCallRecord, Transcript
 from pytest_llmeval.scoring.toolforge import (
     UNRESOLVED,
     CaseRecord,

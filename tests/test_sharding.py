@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval import sharding
-from pytest_llmeval.sharding import (
+from pytest_llmeval.plugin import scheduling as sharding
+from pytest_llmeval.plugin.scheduling import (
     HashScheduling,
     assign,
     case_key,
@@ -467,7 +467,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval import sharding
+from pytest_llmeval.plugin import scheduling as sharding
 
 OUT = Path({out!r})
 

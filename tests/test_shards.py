@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import read_jsonl, run_outputs, strip_timings, write_json
 
-from pytest_llmeval.report.shard_validation import compare_values, validate
-from pytest_llmeval.sharding import in_shard
+from pytest_llmeval.commands.shard_validation import compare_values, validate
+from pytest_llmeval.plugin.scheduling import in_shard
 
 CASES = [
     {"id": f"c{i:02d}", "category": cat, "input": text, "expected_output": expected}
@@ -303,8 +303,8 @@ def test_validate_sharding_into_the_project_keeps_the_users_logs(
 
 
 def test_validate_sharding_refuses_before_removing_anything(tmp_path: Path) -> None:
-    from pytest_llmeval.errors import LLMEvalError
-    from pytest_llmeval.report.shard_validation import clear_outputs
+    from pytest_llmeval.commands.shard_validation import clear_outputs
+    from pytest_llmeval.core.errors import LLMEvalError
     from pytest_llmeval.rundir.files import is_run_dir, tag_run_dir
 
     earlier, mine, logs = tmp_path / "unsharded", tmp_path / "merged", tmp_path / "logs"

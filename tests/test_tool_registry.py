@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.tools import ToolRegistry
+from pytest_llmeval.core.errors import ConfigError
+from pytest_llmeval.tools.registry import ToolRegistry
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

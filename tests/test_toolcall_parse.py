@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmeval.models import ToolCall
+from pytest_llmeval.core.models import ToolCall
 from pytest_llmeval.runners.toolcall_parse import parse_tool_calls
 
 

@@ -105,7 +105,7 @@ def test_a_regression_fails_the_session_and_an_improvement_does_not(
     pytester.makeconftest(
         """
 import pytest
-from pytest_llmeval.agent import default_agent
+from pytest_llmeval.engine.agent import default_agent
 from pytest_llmeval.runners.echo import EchoRunner
 
 class Fixed:

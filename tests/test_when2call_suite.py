@@ -48,7 +48,7 @@ class Scorer:
                 asked = {"context": r.context, "continuation": r.continuation}
                 with open(log, "a") as f:
                     f.write(json.dumps(asked) + "\\n")
-        from pytest_llmeval.models import Loglik
+        from pytest_llmeval.core.models import Loglik
         return [Loglik(**x) for x in out]
 
 

@@ -15,10 +15,10 @@ import re
 
 import pytest
 
-from pytest_llmeval import context
-from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.models import EvalCase
+from pytest_llmeval.core import case_context as context
+from pytest_llmeval.core.models import EvalCase
 from pytest_llmeval.runners.base import AgentResponse
+from pytest_llmeval.tools.broker import ToolBroker
 
 EXPRESSION = re.compile(r"(-?\d+(?:\.\d+)?\s*[-+*/]\s*-?\d+(?:\.\d+)?)")
 

@@ -11,7 +11,7 @@ HTTP runners (:class:`~pytest_llmeval.runners.http.JsonHttp`) tell the session's
 
 When the count reaches ``threshold`` the breaker *opens* for that backend, for the rest of
 the session: every later request to it raises
-:class:`~pytest_llmeval.errors.BackendUnreachable` before anything is sent, so the remaining
+:class:`~pytest_llmeval.core.errors.BackendUnreachable` before anything is sent, so the remaining
 cases become errors at once, each with the same one-line message. A resumed run
 (``--llmeval-resume``) starts with a closed breaker and runs them again.
 
@@ -30,7 +30,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from pytest_llmeval.errors import BackendUnreachable
+from pytest_llmeval.core.errors import BackendUnreachable
 from pytest_llmeval.limits.channel import close_channel, open_channel
 
 __all__ = ["Breaker", "RemoteBreaker", "breaker_message"]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from types import TracebackType
 from typing import Any, Protocol
 
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.limits.breaker import Breaker
 from pytest_llmeval.limits.channel import close_channel, open_channel
 from pytest_llmeval.limits.core import LimiterCore, Ticket

@@ -54,10 +54,10 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_llmeval import safe_read
-from pytest_llmeval.errors import ConfigError, FingerprintMismatch, RunDirError
-from pytest_llmeval.markdown import md_cell, md_code, md_text, one_line
-from pytest_llmeval.models import CaseResult, Outcome
+from pytest_llmeval.core.errors import ConfigError, FingerprintMismatch, RunDirError
+from pytest_llmeval.core.markdown import md_cell, md_code, md_text, one_line
+from pytest_llmeval.core.models import CaseResult, Outcome
+from pytest_llmeval.inputs import safe_read
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, format_number, is_metric
 from pytest_llmeval.rundir.claim import folder_lock
 from pytest_llmeval.rundir.comparison import (
@@ -416,7 +416,7 @@ def diff(
 ) -> BaselineDiff:
     """This run against ``baseline``, case by case.
 
-    Raises :class:`~pytest_llmeval.errors.FingerprintMismatch` when the runner or the scorers
+    Raises :class:`~pytest_llmeval.core.errors.FingerprintMismatch` when the runner or the scorers
     (plugin version) differ, unless ``allow_mismatch``; added, removed and edited cases never
     do.
     """

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmeval.clip import clip
-from pytest_llmeval.markdown import md_cell, md_code, md_text
-from pytest_llmeval.models import CaseResult, unpack
+from pytest_llmeval.core.clip import clip
+from pytest_llmeval.core.markdown import md_cell, md_code, md_text
+from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.report.baseline import baseline_case_lines
 from pytest_llmeval.rundir.models import Interrupted
 

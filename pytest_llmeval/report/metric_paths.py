@@ -25,7 +25,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from pytest_llmeval.repeats import suite_statistics
+from pytest_llmeval.core.repeats import suite_statistics
 from pytest_llmeval.report.build import judge_statistics
 from pytest_llmeval.report.gates import TOTALS
 from pytest_llmeval.rundir.models import Gate, SuiteSection, Totals

@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_llmeval.errors import LLMEvalError, RunDirError
-from pytest_llmeval.redact import MASK, Redactor, find_leaks, public_url, secret_values
+from pytest_llmeval.core.errors import LLMEvalError, RunDirError
+from pytest_llmeval.core.redact import MASK, Redactor, find_leaks, public_url, secret_values
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.layout import RunLayout
 

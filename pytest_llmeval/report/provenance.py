@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.redact import MASK, is_secret_env_name
+from pytest_llmeval.core.redact import MASK, is_secret_env_name
 
 ENV_PREFIXES = ("PYTEST_", "LLMEVAL")
 """Variables of pytest and of this plugin (their secret-named ones are masked)."""

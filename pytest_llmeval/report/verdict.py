@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pytest
-
-from pytest_llmeval.errors import CaseFileError, FingerprintMismatch
-from pytest_llmeval.manifest import read_manifest
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import CaseFileError, ConfigError, FingerprintMismatch
+from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.inputs.manifest import read_manifest
 from pytest_llmeval.report.baseline import diff, load_baseline
 from pytest_llmeval.report.gates import (
     evaluate_gates,
@@ -30,11 +29,12 @@ from pytest_llmeval.report.gates import (
     suite_gate_results,
 )
 from pytest_llmeval.rundir.comparison import BaselineDiff
-from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, GateStatus, Report
-from pytest_llmeval.settings import Settings
+from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
 
 __all__ = [
     "BASELINE_NODE",
+    "EXIT_OK",
+    "EXIT_TESTS_FAILED",
     "GATES_NODE",
     "Fault",
     "Verdict",
@@ -48,6 +48,11 @@ __all__ = [
 
 GATES_NODE = "llmeval-gates"
 BASELINE_NODE = "llmeval-baseline::no-regressions"
+
+EXIT_OK = 0
+"""pytest's exit status of a run that passed (``pytest.ExitCode.OK``)."""
+EXIT_TESTS_FAILED = 1
+"""pytest's exit status of a run with failures (``pytest.ExitCode.TESTS_FAILED``)."""
 
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
@@ -146,37 +151,8 @@ class Verdict:
     def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
         """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
         cases_failed = any(r.outcome in FAILED_OUTCOMES and not r.xfailed for r in results)
-        current = pytest.ExitCode.TESTS_FAILED if cases_failed else pytest.ExitCode.OK
+        current = EXIT_TESTS_FAILED if cases_failed else EXIT_OK
         return int(exit_status(current, exit_on, self.failed))
-
-    def test_reports(self) -> list[pytest.TestReport]:
-        """Each gate, and the baseline comparison, as a test's setup/call/teardown reports."""
-        reports: list[pytest.TestReport] = []
-        for result in self.gate_results:
-            nodeid = f"{GATES_NODE}::{result.gate.name}"
-            reports += _test_reports(nodeid, result.status, result.message)
-        seen: set[str] = set()
-        for problem in self.gate_problems:  # unreadable gates fail the run: a failed entry
-            source = problem.split(": ", 1)[0]
-            nodeid = f"{GATES_NODE}::{source}"
-            while nodeid in seen:
-                nodeid += "+"
-            seen.add(nodeid)
-            reports += _test_reports(nodeid, "failed", problem)
-        if self.baseline_refusal is not None:
-            message = f"baseline not compared: {self.baseline_refusal}"
-            reports += _test_reports(BASELINE_NODE, "failed", message)
-        elif self.baseline_diff is not None:
-            failed = self.regressions
-            message = (
-                f"{len(failed)} case(s) passed in the baseline and fail now: "
-                f"{', '.join(failed[:20])}"
-                if failed
-                else "a gate that passed in the baseline fails now"
-            )
-            status: GateStatus = "failed" if self.baseline_diff.regressed else "passed"
-            reports += _test_reports(BASELINE_NODE, status, message)
-        return reports
 
 
 def judge(
@@ -231,13 +207,14 @@ def nothing_judged(results: Sequence[CaseResult]) -> str | None:
 
 
 def cli_gates(settings: Settings) -> list[Gate]:
-    """Gates from ``--llmeval-gate`` / ini ``llmeval_gate``; a bad one is a usage error."""
+    """Gates from ``--llmeval-gate`` / ini ``llmeval_gate``; a bad one is a
+    :class:`~pytest_llmeval.core.errors.ConfigError` (a usage error, up front)."""
     gates = []
     for text in settings.gate:
         try:
             gates.append(parse_gate(text, "cli"))
         except ValueError as exc:
-            raise pytest.UsageError(f"--llmeval-gate: {exc}") from None
+            raise ConfigError(f"--llmeval-gate: {exc}") from None
     return gates
 
 
@@ -306,45 +283,16 @@ def _manifest_gates(
     return gates, problems
 
 
-def _test_reports(nodeid: str, status: GateStatus, message: str) -> list[pytest.TestReport]:
-    """A gate as a test, its status as itself: ``failed`` fails; ``passed`` and ``warn`` (judged,
-    only a warning) pass; ``partial``, ``inconclusive`` and ``n/a`` judged nothing conclusive,
-    so they are skipped with ``STATUS: message`` as the reason (junit ``<skipped>``). Every
-    gate's teardown carries the property ``llmeval.gate.status`` (junit ``<property>``)."""
-    path, _, name = nodeid.partition("::")
-    location = (path, None, name)
-    keywords: dict[str, Literal[1]] = {"llmeval": 1}
-    call: pytest.TestReport
-    if status == "failed":
-        call = pytest.TestReport(nodeid, location, keywords, "failed", message, "call")
-    elif status in ("partial", "inconclusive", "n/a"):
-        reason = (path, 0, f"Skipped: {status}: {message}")
-        call = pytest.TestReport(nodeid, location, keywords, "skipped", reason, "call")
-    else:
-        call = pytest.TestReport(nodeid, location, keywords, "passed", None, "call")
-    properties = [("llmeval.gate.status", status)]
-    return [
-        pytest.TestReport(nodeid, location, keywords, "passed", None, "setup"),
-        call,
-        pytest.TestReport(
-            nodeid, location, keywords, "passed", None, "teardown", user_properties=properties
-        ),
-    ]
-
-
-def exit_status(
-    current: int | pytest.ExitCode, exit_on: str, verdict_failed: bool
-) -> int | pytest.ExitCode:
+def exit_status(current: int, exit_on: str, verdict_failed: bool) -> int:
     """The session's exit status once gates, regressions and leaks are known.
 
     Only a clean or a tests-failed status is changed; interruptions, internal and usage
     errors, and "no tests collected" stand.
     """
-    judged = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-    if current not in judged:
+    if current not in (EXIT_OK, EXIT_TESTS_FAILED):
         return current
     if exit_on == "gates":
-        return pytest.ExitCode.TESTS_FAILED if verdict_failed else pytest.ExitCode.OK
+        return EXIT_TESTS_FAILED if verdict_failed else EXIT_OK
     if verdict_failed:
-        return pytest.ExitCode.TESTS_FAILED
+        return EXIT_TESTS_FAILED
     return current

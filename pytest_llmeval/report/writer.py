@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval import __version__
-from pytest_llmeval.broker import ToolBroker
-from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.fingerprint import file_sha256
-from pytest_llmeval.models import CaseResult
-from pytest_llmeval.redact import Redactor
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import ConfigError
+from pytest_llmeval.core.fingerprint import file_sha256
+from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import html_pieces
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
 from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunManifest
-from pytest_llmeval.settings import Settings
 from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
+from pytest_llmeval.tools.broker import ToolBroker
 
 __all__ = ["RunWriter", "events"]
 

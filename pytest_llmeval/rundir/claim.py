@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_llmeval.errors import RunDirError
+from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.layout import RunLayout
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_llmeval.models import Outcome
+from pytest_llmeval.core.models import Outcome
 
 __all__ = [
     "FLIP_KINDS",

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval import safe_read
-from pytest_llmeval.errors import RunDirError
+from pytest_llmeval.core.errors import RunDirError
+from pytest_llmeval.inputs import safe_read
 from pytest_llmeval.rundir.layout import RunLayout
 
 
@@ -90,7 +90,7 @@ def read_json(path: Path) -> Any:
     """``path``'s JSON value; ``None`` when the file does not exist.
 
     Read through the support-file reader (its size and depth caps); raises
-    :class:`~pytest_llmeval.errors.RunDirError` naming the file (and line) for anything else.
+    :class:`~pytest_llmeval.core.errors.RunDirError` naming the file (and line) for anything else.
     """
     if not path.exists():
         return None

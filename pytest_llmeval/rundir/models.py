@@ -8,7 +8,7 @@ is a :class:`SuiteSection`: the counts every suite has, typed, and the suite's o
 which a suite may type in a subclass of its own (``Suite.section_model``).
 
 A report of another major :data:`REPORT_VERSION` is refused with a
-:class:`~pytest_llmeval.errors.RunDirVersionError` naming both versions.
+:class:`~pytest_llmeval.core.errors.RunDirVersionError` naming both versions.
 """
 
 from __future__ import annotations

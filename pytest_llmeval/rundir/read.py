@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_llmeval.errors import RunDirError, RunDirVersionError
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.errors import RunDirError, RunDirVersionError
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.journal import read_results
 from pytest_llmeval.rundir.layout import RunLayout

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from pytest_llmeval.models import (
+from pytest_llmeval.core.models import (
     Loglik,
     LoglikRequest,
     Message,

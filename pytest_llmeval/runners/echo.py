@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmeval.models import Usage
+from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest
 
 

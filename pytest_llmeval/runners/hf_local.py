@@ -68,9 +68,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pytest_llmeval.errors import ConfigError, RunnerError
-from pytest_llmeval.fingerprint import file_sha256, fingerprint
-from pytest_llmeval.models import Message, ToolSpec, Usage
+from pytest_llmeval.core.errors import ConfigError, RunnerError
+from pytest_llmeval.core.fingerprint import file_sha256, fingerprint
+from pytest_llmeval.core.models import Message, ToolSpec, Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.toolcall_parse import parse_tool_calls
 

@@ -2,7 +2,7 @@
 
 :class:`JsonHttp` is what the ``http-agent`` and ``openai`` runners share. It POSTs JSON and
 hands back the 2xx response; every fault becomes a
-:class:`~pytest_llmeval.errors.RunnerError`:
+:class:`~pytest_llmeval.core.errors.RunnerError`:
 
 ========================================  ===============  =========  =========
 what happened                             kind             retried    retryable
@@ -27,7 +27,7 @@ A refused connection or a host name that does not resolve is not retried: the ba
 there, and a retry a moment later finds the same. Every connection failure is counted by the
 session's circuit breaker (``limiter.breaker``, :mod:`pytest_llmeval.limits.breaker`), and any
 HTTP answer resets its count; once it opens, :meth:`JsonHttp.post_json` raises
-:class:`~pytest_llmeval.errors.BackendUnreachable` without sending.
+:class:`~pytest_llmeval.core.errors.BackendUnreachable` without sending.
 
 Bodies are read as they stream in, up to ``max_response_bytes``; a longer one is abandoned
 (never held whole in memory) and is an error naming the limit and how much was read.
@@ -59,10 +59,10 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 import httpx
 
 from pytest_llmeval import __version__
-from pytest_llmeval.aio import within
-from pytest_llmeval.errors import ConfigError, RunnerError, RunnerErrorKind
+from pytest_llmeval.core.aio import within
+from pytest_llmeval.core.errors import ConfigError, RunnerError, RunnerErrorKind
+from pytest_llmeval.core.redact import public_url
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
-from pytest_llmeval.redact import public_url
 from pytest_llmeval.runners import transport as transport_module
 from pytest_llmeval.runners.transport import (
     TRANSPORTS,

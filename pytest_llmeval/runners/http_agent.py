@@ -10,7 +10,7 @@ Each :meth:`HttpAgentRunner.send` POSTs ``{"message": message}`` and expects::
 ``durationMs`` to 0 and ``params`` to ``{}``; a ``result`` is kept when present. Unknown fields
 are ignored.
 
-Faults become :class:`~pytest_llmeval.errors.RunnerError` as the table in
+Faults become :class:`~pytest_llmeval.core.errors.RunnerError` as the table in
 :mod:`pytest_llmeval.runners.http` says; a 2xx whose body breaks the endpoint contract is
 ``protocol`` (not retried).
 
@@ -28,11 +28,11 @@ from typing import Any, NoReturn
 
 import httpx
 
-from pytest_llmeval.errors import RunnerError
+from pytest_llmeval.core.errors import RunnerError
+from pytest_llmeval.core.models import ToolCallRecord
+from pytest_llmeval.core.redact import header_secrets, public_url
+from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.limits import Limiter
-from pytest_llmeval.loading import a_json_type
-from pytest_llmeval.models import ToolCallRecord
-from pytest_llmeval.redact import header_secrets, public_url
 from pytest_llmeval.runners.base import AgentResponse
 from pytest_llmeval.runners.http import (
     DEFAULT_MAX_RESPONSE_BYTES,

@@ -60,13 +60,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from pytest_llmeval.errors import ConfigError, RunnerError
+from pytest_llmeval.config.providers import route_model
+from pytest_llmeval.core.errors import ConfigError, RunnerError
+from pytest_llmeval.core.models import Message, ToolCall, ToolSpec, Usage
+from pytest_llmeval.core.redact import mask_named, named_secrets, public_url, secret_values
+from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.limits import Limiter
-from pytest_llmeval.loading import a_json_type
-from pytest_llmeval.models import Message, ToolCall, ToolSpec, Usage
-from pytest_llmeval.prompt import PromptWrapper
-from pytest_llmeval.providers import route_model
-from pytest_llmeval.redact import mask_named, named_secrets, public_url, secret_values
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
 from pytest_llmeval.runners.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -75,9 +74,10 @@ from pytest_llmeval.runners.http import (
     check_http_url,
     secrets_of,
 )
+from pytest_llmeval.runners.prompt import PromptWrapper
 
 if TYPE_CHECKING:
-    from pytest_llmeval.settings import Settings
+    from pytest_llmeval.config.settings import Settings
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIRunner", "openai_messages", "openai_tools"]
 

@@ -16,9 +16,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.errors import ConfigError
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.limits import NULL_LIMITER, Limiter
-from pytest_llmeval.settings import Settings
 
 __all__ = [
     "RunnerFactory",

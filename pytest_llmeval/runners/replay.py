@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from pytest_llmeval.context import next_repeat_index, repeat_index
-from pytest_llmeval.errors import CassetteMiss, ConfigError, RunnerError
-from pytest_llmeval.fingerprint import fingerprint
+from pytest_llmeval.core.case_context import next_repeat_index, repeat_index
+from pytest_llmeval.core.errors import CassetteMiss, ConfigError, RunnerError
+from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.inputs.safe_read import SupportFileError, read_json
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
-from pytest_llmeval.safe_read import SupportFileError, read_json
 
 RecordMode = Literal["none", "new", "all"]
 

@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from pytest_llmeval.models import ToolCall
+from pytest_llmeval.core.models import ToolCall
 
 _TAG_OPEN = "<tool_call>"
 _TAG_CLOSE = "</tool_call>"

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_llmeval.broker import normalize_args
 from pytest_llmeval.scoring import integration_compat as compat
 from pytest_llmeval.scoring.grounding import (
     STRICT_KEYS,
@@ -32,6 +31,7 @@ from pytest_llmeval.scoring.grounding import (
     numbers_in,
     successful,
 )
+from pytest_llmeval.tools.broker import normalize_args
 
 CONTROLS = frozenset({"no_tool", "decline"})
 RECOVERY_COMPLEXITY = "branching_error_recovery"

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from pytest_llmeval.models import ToolCallRecord, Transcript
+from pytest_llmeval.core.models import ToolCallRecord, Transcript
 
 # ---------------------------------------------------------------------------------------------
 # JS-flavoured stringification and template tokens

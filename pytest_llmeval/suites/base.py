@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.fingerprint import canonical_json, sha256_hex
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Transcript
-from pytest_llmeval.safe_read import read_json
-from pytest_llmeval.settings import Settings
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.fingerprint import canonical_json, sha256_hex
+from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
+from pytest_llmeval.inputs.safe_read import read_json
 from pytest_llmeval.suites.fields import check_counts
-from pytest_llmeval.tools import ToolRegistry
+from pytest_llmeval.tools.registry import ToolRegistry
 
 __all__ = [
     "CaseSource",
@@ -158,7 +158,7 @@ class Suite(Protocol):
     # dict``, what results show as the case's expectation when not its whole ``expect``
     # (the integration suite leaves out its scoring config); ``manifest_options``, a
     # mapping of the manifest keys the suite reads beyond the common ones
-    # (``pytest_llmeval.manifest.COMMON_OPTIONS``) to the JSON Schema of each value (``{}``
+    # (``pytest_llmeval.inputs.manifest.COMMON_OPTIONS``) to the JSON Schema of each value (``{}``
     # when the suite checks the value itself): a manifest key that neither names is an error.
     # A suite without it is handed whatever keys its manifests hold.
 

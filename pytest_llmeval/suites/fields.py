@@ -6,10 +6,10 @@ import math
 from collections.abc import Iterable
 from typing import Any, cast
 
-from pytest_llmeval.bounds import MAX_TURNS, REPEATS, Bound
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import a_json_type
-from pytest_llmeval.models import EvalCase
+from pytest_llmeval.core.bounds import MAX_TURNS, REPEATS, Bound
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import EvalCase
+from pytest_llmeval.inputs.loading import a_json_type
 
 
 class RowReader:

@@ -35,9 +35,9 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_llmeval.clip import clip
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.core.clip import clip
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Message, Transcript
 from pytest_llmeval.rundir.models import Accuracy, Number, SuiteSection
 from pytest_llmeval.scoring import gaia
 from pytest_llmeval.suites.base import (

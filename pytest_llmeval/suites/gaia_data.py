@@ -5,9 +5,9 @@ straight away, never a download. Parquet needs ``pyarrow`` (the ``gaia`` extra).
 
 Rules the GAIA card leaves open, as this module decides them:
 
-* **Rows.** A JSONL file is read with :func:`~pytest_llmeval.loading.iter_jsonl` (a broken line
-  is one error, the others load), a ``.json`` file must be a bare array, and a ``.parquet``
-  file is read batch by batch. A Parquet row's "line" is its 1-based row number.
+* **Rows.** A JSONL file is read with :func:`~pytest_llmeval.inputs.loading.iter_jsonl` (a broken
+  line is one error, the others load), a ``.json`` file must be a bare array, and a
+  ``.parquet`` file is read batch by batch. A Parquet row's "line" is its 1-based row number.
 * **Selection**: ``levels`` filter, then ``shuffle`` (``random.Random(seed)``, seed 0 by
   default; ``seed`` alone changes nothing), then ``limit``. A broken line and a row whose
   ``Level`` cannot be read are errors whatever the options (their level is unknown).
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
-from pytest_llmeval.bounds import MAX_TURNS
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import a_json_type, iter_jsonl, read_json_document
-from pytest_llmeval.manifest import COMMON_OPTIONS
+from pytest_llmeval.core.bounds import MAX_TURNS
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs.loading import a_json_type, iter_jsonl, read_json_document
+from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.suites.base import CaseSource
 from pytest_llmeval.suites.fields import shown_count
 
@@ -60,7 +60,7 @@ OPTIONS = (
     "attachment_paths",
 )
 """GAIA's own manifest options, besides the keys every suite takes
-(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`)."""
+(:data:`pytest_llmeval.inputs.manifest.COMMON_OPTIONS`)."""
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_llmeval.bounds import MAX_TURNS
-from pytest_llmeval.errors import CaseFileError, RunnerError
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, JudgeTask, Message, Transcript
+from pytest_llmeval.core.bounds import MAX_TURNS
+from pytest_llmeval.core.errors import CaseFileError, RunnerError
+from pytest_llmeval.core.models import (
+    CaseResult,
+    CaseScore,
+    EvalCase,
+    JudgeTask,
+    Message,
+    Transcript,
+)
 from pytest_llmeval.rundir.models import Number, SuiteSection
-from pytest_llmeval.scoring import judge as judge_rules
+from pytest_llmeval.scoring import judge_verdict as judge_rules
 from pytest_llmeval.scoring import text
 from pytest_llmeval.suites.base import (
     CaseSource,

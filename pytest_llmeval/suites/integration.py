@@ -35,11 +35,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_llmeval.bounds import MAX_TURNS
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import iter_jsonl
-from pytest_llmeval.manifest import COMMON_OPTIONS
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.core.bounds import MAX_TURNS
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.inputs.loading import iter_jsonl
+from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.scoring.integration import (
     ABSENCE_PHRASES,
     Call,
@@ -75,7 +75,7 @@ ITEM_KEYS = (
 )  # fmt: skip
 OPTIONS = ("item_pass", "integration_span_cap", "mode")
 """The suite's own manifest options, besides the keys every suite takes
-(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`); the first two override the header's."""
+(:data:`pytest_llmeval.inputs.manifest.COMMON_OPTIONS`); the first two override the header's."""
 REPORT_VERSION = "1.0.0"
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring.grounding import harmonic
 from pytest_llmeval.suites.base import base_totals

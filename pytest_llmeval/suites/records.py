@@ -6,9 +6,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import JsonDocument, Record, first_record, head_records, iter_jsonl
-from pytest_llmeval.models import EvalCase
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import EvalCase
+from pytest_llmeval.inputs.loading import (
+    JsonDocument,
+    Record,
+    first_record,
+    head_records,
+    iter_jsonl,
+)
 from pytest_llmeval.suites.base import CaseSource, LoadItem, PendingCase
 
 

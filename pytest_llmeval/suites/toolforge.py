@@ -14,14 +14,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pytest_llmeval.bounds import MAX_TURNS
-from pytest_llmeval.clip import full_length
-from pytest_llmeval.errors import ConfigError
-from pytest_llmeval.fingerprint import file_sha256
-from pytest_llmeval.models import CaseResult, CaseScore, EvalCase, Message, Transcript
-from pytest_llmeval.redact import public_url
+from pytest_llmeval.core.bounds import MAX_TURNS
+from pytest_llmeval.core.clip import full_length
+from pytest_llmeval.core.errors import ConfigError
+from pytest_llmeval.core.fingerprint import file_sha256
+from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Message, Transcript
+from pytest_llmeval.core.redact import public_url
+from pytest_llmeval.inputs.safe_read import read_json
 from pytest_llmeval.rundir.models import SuiteSection
-from pytest_llmeval.safe_read import read_json
 from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.errors import CaseFileError
-from pytest_llmeval.loading import Record, iter_jsonl, read_json_document
-from pytest_llmeval.models import EvalCase, Transcript
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.core.models import EvalCase, Transcript
+from pytest_llmeval.inputs.loading import Record, iter_jsonl, read_json_document
 from pytest_llmeval.suites.base import CaseSource, Suite
 
 __all__ = ["EMPTY_SUITE", "why_unclaimed"]

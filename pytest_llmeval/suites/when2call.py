@@ -46,9 +46,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_llmeval.errors import CaseFileError, RunnerError
-from pytest_llmeval.manifest import COMMON_OPTIONS
-from pytest_llmeval.models import (
+from pytest_llmeval.core.errors import CaseFileError, RunnerError
+from pytest_llmeval.core.models import (
     CaseResult,
     CaseScore,
     ChoiceTask,
@@ -58,8 +57,9 @@ from pytest_llmeval.models import (
     ToolSpec,
     Transcript,
 )
+from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.scoring.classification import argmax_first
-from pytest_llmeval.scoring.judge import agreement as judge_agreement
+from pytest_llmeval.scoring.judge_verdict import agreement as judge_agreement
 from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
@@ -83,7 +83,7 @@ PROTOCOLS: tuple[Protocol, ...] = ("mcq-loglik", "mcq-string", "judge")
 SCORE_RULES: tuple[ScoreRule, ...] = ("acc_norm", "acc", "acc_bytes", "acc_tokens")
 OPTIONS = ("protocol", "prompt_format", "score", "target_delimiter")
 """When2Call's own manifest options, besides the keys every suite takes
-(:data:`pytest_llmeval.manifest.COMMON_OPTIONS`)."""
+(:data:`pytest_llmeval.inputs.manifest.COMMON_OPTIONS`)."""
 
 MCQ_STRING_SYSTEM = (
     "You judge how an AI assistant should respond to a user, given the tools it can use. "

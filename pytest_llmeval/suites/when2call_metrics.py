@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_llmeval.markdown import md_code
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.markdown import md_code
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.models import Number, SuiteSection
 from pytest_llmeval.scoring.classification import (
     accuracy,

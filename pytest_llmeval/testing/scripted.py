@@ -22,9 +22,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_llmeval.errors import RunnerError
-from pytest_llmeval.fingerprint import fingerprint
-from pytest_llmeval.models import ToolCall, Usage
+from pytest_llmeval.core.errors import RunnerError
+from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.core.models import ToolCall, Usage
 from pytest_llmeval.runners.base import Completion, GenerateRequest
 
 __all__ = [

@@ -8,8 +8,8 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from pytest_llmeval.clip import clip
-from pytest_llmeval.models import CaseResult, ToolCallRecord, unpack
+from pytest_llmeval.core.clip import clip
+from pytest_llmeval.core.models import CaseResult, ToolCallRecord, unpack
 
 DATA_ELEMENT_ID = "llmeval-data"
 """The id of the ``<script type="application/json">`` element holding the cases."""

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.html.formatting import ms
 
 WIDTH, HEIGHT = 760.0, 240.0

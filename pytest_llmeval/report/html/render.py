@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmeval.models import CaseResult
+from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces

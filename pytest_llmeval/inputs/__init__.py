@@ -1,0 +1,3 @@
+"""Reading what users write: eval data files, ``*.llmeval.yaml`` manifests, safe YAML and the
+JSON schemas.
+"""

@@ -1,0 +1,300 @@
+"""Reading ``*.llmeval.yaml`` manifests: safe YAML, checked keys, a line for every key.
+
+A manifest names a suite and a data file (relative to the manifest) and carries options::
+
+    suite: golden
+    data: data/arithmetic.json
+    repeats: 3
+    thresholds: {arithmetic: {regex: 1.0}}
+
+:func:`read_manifest` reads one within the limits of :mod:`pytest_llmeval.inputs.safe_yaml` (size,
+aliases, expanded values) and checks the keys every suite takes against the shipped
+``schemas/manifest.schema.json`` (:data:`COMMON_OPTIONS`). Once the collector knows the suite,
+:meth:`Manifest.check_options` checks the rest against that suite's ``manifest_options``: a key
+that neither knows is an error naming its line and the nearest valid key, so a typo
+(``treshold:``) is never silently ignored. Every problem is a :class:`CaseFileError` naming
+``path:line`` and the field.
+
+:func:`is_manifest_target` tells whether a data file is named by a manifest in its folder or
+above (it is then collected through the manifest only). The folders' answers are cached for
+one session; the plugin calls :func:`clear_targets` when a session is configured, so a second
+in-process run reads edited manifests afresh.
+
+Base layer: this module imports nothing of the plugin above errors, loading and schemas.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs import safe_yaml, schemas
+
+SUFFIX = ".llmeval.yaml"
+"""The file name ending of a manifest."""
+
+MAX_BYTES = safe_yaml.MAX_BYTES
+"""The largest manifest read (1 MiB)."""
+
+COMMON_OPTIONS: frozenset[str] = frozenset(schemas.schema("manifest")["properties"])
+"""The keys any suite's manifest may hold: ``suite``, ``data``, ``description``, ``gates``,
+``misses``, ``repeats``."""
+
+MISSES = ("fail", "xfail")
+"""What a manifest's ``misses`` may say."""
+
+MAX_SHOWN_PATH = 200
+"""The longest ``data`` value an error message quotes."""
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest:
+    """A manifest whose common keys are valid: typed properties for them, every key as
+    written in :attr:`options`."""
+
+    path: Path
+    """The manifest file."""
+    display: str
+    """The manifest relative to the rootdir, for messages."""
+    options: dict[str, Any]
+    """Every key as written, ``suite`` and ``data`` included."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """The 1-based line of each top-level key."""
+    document: safe_yaml.YamlDocument | None = field(default=None, repr=False)
+    """The parsed document, for the line of a nested value."""
+
+    @property
+    def suite(self) -> str:
+        """The suite's name."""
+        return str(self.options["suite"])
+
+    @property
+    def data(self) -> str:
+        """The data file as written (relative to the manifest's folder)."""
+        return str(self.options["data"])
+
+    @property
+    def gates(self) -> Any:
+        """The ``gates`` spec as written (parsed by ``report.gates.parse_gate_spec``)."""
+        return self.options.get("gates")
+
+    @property
+    def repeats(self) -> int | None:
+        """Runs per case, when the manifest sets them."""
+        value = self.options.get("repeats")
+        return int(value) if value is not None else None
+
+    @property
+    def misses(self) -> str:
+        """``fail`` (a missed case fails) or ``xfail`` (it is an expected failure)."""
+        return str(self.options.get("misses", "fail"))
+
+    def line(self, key: str) -> int | None:
+        """The line of a top-level key, or ``None`` when the manifest lacks it."""
+        return self.lines.get(key)
+
+    def line_of(self, path: schemas.DocPath) -> int | None:
+        """The line of the value at ``path``, or ``None`` when its top-level key is absent."""
+        if not path or str(path[0]) not in self.lines:
+            return None
+        if self.document is None:
+            return self.lines[str(path[0])]
+        return self.document.line_of(path)
+
+    def check_options(self, suite: str, declared: Mapping[str, Mapping[str, Any]] | None) -> None:
+        """Check the keys beyond the common ones against the suite's ``manifest_options``
+        (option name -> JSON Schema of its value; ``{}`` where the suite checks the value
+        itself). ``None``, a suite that declares nothing, checks nothing more."""
+        if declared is None:
+            return
+        known = COMMON_OPTIONS | set(declared)
+        for key in sorted(self.options, key=lambda k: self.line(str(k)) or 0):
+            name = str(key)
+            if name not in known:
+                raise CaseFileError(
+                    self.display, self.line(name), _unknown(name, suite, known), field=name or "''"
+                )
+        self._validate(schemas.validator_for({"type": "object", "properties": dict(declared)}))
+
+    def data_path(self) -> Path:
+        """The data file, resolved; an error naming ``data`` when it cannot be used."""
+        try:
+            target = (self.path.parent / self.data).resolve()
+            found = target.is_file()
+        except (OSError, ValueError, RuntimeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CaseFileError(
+                self.display,
+                self.line("data"),
+                f"{_clipped(self.data)!r} cannot be used as a path: {_clipped(reason)}",
+                field="data",
+            ) from None
+        if not found:
+            what = "is a folder, not a file" if target.is_dir() else "does not exist"
+            raise CaseFileError(
+                self.display,
+                None,
+                f"data file {_clipped(self.data)!r} {what}",
+                field="data",
+            )
+        return target
+
+    def target(self) -> Path | None:
+        """The data file's resolved path, or ``None`` when ``data`` is no usable path (a NUL
+        byte, a symlink loop)."""
+        try:
+            return (self.path.parent / self.data).resolve()
+        except (OSError, ValueError, RuntimeError):
+            return None
+
+    def _check_finite(self) -> None:
+        """YAML's ``.nan`` and ``.inf`` are errors wherever they are: a NaN threshold would let
+        every case pass, and no option means an infinite number."""
+        path = _non_finite(self.options, ())
+        if path is not None:
+            value: Any = self.options
+            for step in path:
+                value = value[step]
+            raise CaseFileError(
+                self.display,
+                self.line_of(path),
+                f"expected a finite number, got {value}",
+                field=schemas.field_name(path),
+            )
+
+    def _validate(self, validator: Any) -> None:
+        error = schemas.first_error(validator, self.options, self.line_of)
+        if error is None:
+            return
+        path, message = schemas.explain(error)
+        raise CaseFileError(
+            self.display, self.line_of(path), message, field=schemas.field_name(path)
+        )
+
+
+def read_manifest(path: Path, display: str) -> Manifest:
+    """Read a manifest and check its common keys (``suite`` and ``data`` are required)."""
+    try:
+        text = safe_yaml.read_limited(path, MAX_BYTES)
+    except safe_yaml.YamlLimitError as exc:
+        raise CaseFileError(display, None, exc.message) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(display, None, f"cannot read the manifest: {exc}") from None
+    try:
+        document = safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as exc:
+        raise CaseFileError(display, exc.line, exc.message) from None
+    if not isinstance(document.value, dict):
+        raise CaseFileError(display, 1, "expected a mapping with 'suite' and 'data'")
+    manifest = Manifest(
+        path=path,
+        display=display,
+        options=dict(document.value),
+        lines=_key_lines(document),
+        document=document,
+    )
+    manifest._validate(schemas.shipped("manifest"))
+    manifest._check_finite()
+    return manifest
+
+
+def _non_finite(value: Any, path: schemas.DocPath) -> schemas.DocPath | None:
+    """The path of the first NaN or infinite number in ``value``, or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _non_finite(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _key_lines(document: safe_yaml.YamlDocument) -> dict[str, int]:
+    """The line of each top-level key, by the key as Python reads it (``true:`` is ``True``)."""
+    root = document.root
+    lines: dict[str, int] = {}
+    if root is None or not isinstance(root.value, list):
+        return lines
+    constructor = yaml.SafeLoader("")
+    for pair in root.value:
+        if isinstance(pair, tuple) and isinstance(pair[0], yaml.ScalarNode):
+            key = constructor.construct_object(pair[0])
+            lines[str(key)] = pair[0].start_mark.line + 1  # a later duplicate wins, as in YAML
+    return lines
+
+
+def _unknown(key: str, suite: str, known: frozenset[str] | set[str]) -> str:
+    options = ", ".join(sorted(set(known) - {"suite", "data"}))
+    near = difflib.get_close_matches(key, sorted(known), n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return f"unknown option; {hint}{suite} options are {options}"
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN_PATH else text[:MAX_SHOWN_PATH] + "..."
+
+
+# -- data files named by manifests --------------------------------------------------------------
+
+_targets: dict[tuple[Path, Path], frozenset[Path]] = {}
+
+
+def clear_targets() -> None:
+    """Forget what the manifests named (called once per session)."""
+    _targets.clear()
+
+
+def is_manifest_target(path: Path, rootdir: Path) -> bool:
+    """Whether a manifest in ``path``'s folder, or in a folder above it up to the rootdir,
+    names ``path`` as its data file (``evals/x.llmeval.yaml`` with ``data: data/rows.jsonl``)."""
+    resolved = path.resolve()
+    folder = path.parent
+    while True:
+        if resolved in manifest_targets(folder, rootdir):
+            return True
+        if folder == rootdir or folder.parent == folder or not folder.is_relative_to(rootdir):
+            return False
+        folder = folder.parent
+
+
+def manifest_targets(directory: Path, rootdir: Path) -> frozenset[Path]:
+    """Data files named by the manifests in ``directory`` (cached until :func:`clear_targets`).
+
+    Such a data file is collected through its manifest only, never on its own as well.
+    """
+    key = (directory, rootdir)
+    known = _targets.get(key)
+    if known is not None:
+        return known
+    targets = set()
+    for path in sorted(directory.glob(f"*{SUFFIX}")):
+        try:
+            manifest = read_manifest(path, _display(path, rootdir))
+        except CaseFileError:
+            continue  # the manifest reports its own problem when it is collected
+        target = manifest.target()
+        if target is not None:
+            targets.add(target)
+    _targets[key] = found = frozenset(targets)
+    return found
+
+
+def _display(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -1,0 +1,139 @@
+"""Budgets (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``) and ``--llmeval-limit``,
+in every process that runs cases.
+
+:class:`Budget` counts what each case result of this process cost as its report is made:
+the model's tokens over every run of the case (every repeat) and the judge's over every
+verdict (every repeat, every judge repeat), priced by ``--llmeval-prices``. Once a limit is
+reached it stops the dispatcher's look-ahead (what was queued or running ahead is cancelled)
+and every eval item still to run is skipped in setup with the reason, so it gets a result,
+the reports are written as usual and the controller can tell the run stopped early
+(:data:`BUDGET_REASON`). It also puts the number of agents in flight on each report, for the
+controller's progress lines.
+
+Under xdist the limits are the session's: each worker adds every case's spend to the
+controller's ledger (:mod:`pytest_llmeval.limits.ledger`) and compares the session's totals
+with the whole limit, before each case and after it; so the session stops within the limit
+plus what the cases in flight when it was reached used. A worker that cannot reach the ledger
+counts alone and stops at its share of the limit (the limit divided by the workers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pytest
+
+from pytest_llmeval.config.pricing import BUDGET_REASON, Spend
+from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.limits import RemoteLedger
+from pytest_llmeval.plugin.compat import skip_at_item
+
+__all__ = ["BUDGET_REASON", "IN_FLIGHT_ATTR", "Budget", "keep_first_per_file"]
+
+IN_FLIGHT_ATTR = "llmeval_in_flight"
+"""The report attribute carrying the agents in flight in the process that made it."""
+
+
+class Budget:
+    """This process's spend, the session's limits, and the skipping of the cases after them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        dispatcher: Dispatcher,
+        is_eval: Callable[[pytest.Item], bool],
+        workers: int = 1,
+        ledger: RemoteLedger | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.is_eval = is_eval
+        self.spend = Spend(
+            settings.prices, settings.model, settings.judge_model, settings.embedding_model
+        )
+        """What this process's cases cost."""
+        self.workers = max(1, workers)
+        self.ledger = ledger
+        """The session's spend on the controller (xdist workers), or ``None``: this process's
+        spend is the session's."""
+        self.max_tokens = settings.max_tokens_total
+        self.max_cost = settings.max_cost
+        self.reason: str | None = None
+        """Why the remaining cases are skipped; ``None`` while within the limits."""
+
+    @property
+    def limited(self) -> bool:
+        """Whether there is a budget to keep (without one, only the in-flight count is kept)."""
+        return self.max_tokens is not None or self.max_cost is not None
+
+    def add(self, data: dict[str, Any], runner: dict[str, Any] | None) -> None:
+        """Count one case result (a result dump and its runner's fingerprint)."""
+        before = (self.spend.prompt_tokens, self.spend.completion_tokens, self.spend.cost_usd)
+        self.spend.add_case(data, runner)
+        self._check(
+            self.spend.prompt_tokens - before[0],
+            self.spend.completion_tokens - before[1],
+            self.spend.cost_usd - before[2],
+        )
+
+    def _check(self, prompt: int = 0, completion: int = 0, cost: float = 0.0) -> None:
+        """Compare the session's spend (after adding this much) with the limits."""
+        if self.reason is not None:
+            return
+        totals = self.ledger.add(prompt, completion, max(0.0, cost)) if self.ledger else None
+        if totals is not None:
+            self.reason = self._reached(totals.tokens, totals.cost_usd, 1)
+        else:  # this process is the session, or the ledger is out of reach: its share alone
+            share = self.workers if self.ledger is not None else 1
+            self.reason = self._reached(self.spend.tokens, self.spend.cost_usd, share)
+        if self.reason is not None:
+            self.dispatcher.stop_ahead()
+
+    def _reached(self, tokens: int, cost: float, share: int) -> str | None:
+        of = "" if share == 1 else f"this worker's 1/{share} share of "
+        if self.max_tokens is not None and tokens >= self.max_tokens / share:
+            limit = f"--llmeval-max-tokens-total={self.max_tokens}"
+            return f"{BUDGET_REASON}{tokens:,} tokens of {of}{limit}"
+        if self.max_cost is not None and cost >= self.max_cost / share:
+            return f"{BUDGET_REASON}${cost:,.4f} of {of}--llmeval-max-cost={self.max_cost:g}"
+        return None
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.ledger is not None and self.limited and self.is_eval(item):
+            self._check()  # another worker may have spent the rest
+        if self.reason is not None and self.is_eval(item):
+            skip_at_item(self.reason)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the result is attached
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        data = getattr(report, "llmeval", None)
+        if self.limited and isinstance(data, dict):  # no budget: nothing to count here
+            self.add(data, getattr(report, "llmeval_runner", None))
+        if report.when == "teardown":
+            setattr(report, IN_FLIGHT_ATTR, self.dispatcher.in_flight)
+        return report
+
+
+def keep_first_per_file(
+    items: list[pytest.Item], limit: int, is_eval: Callable[[pytest.Item], bool]
+) -> tuple[list[pytest.Item], list[pytest.Item]]:
+    """``(keep, drop)``: the first ``limit`` eval items of each file, in collection order, and
+    every other test; the eval items after them."""
+    seen: dict[object, int] = {}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        if not is_eval(item):
+            keep.append(item)
+            continue
+        parent = item.parent
+        seen[parent] = seen.get(parent, 0) + 1
+        (keep if seen[parent] <= limit else drop).append(item)
+    return keep, drop

@@ -1,0 +1,510 @@
+"""Collection nodes: an eval file (or a ``*.llmeval.yaml`` manifest) and one item per case.
+
+A broken record never becomes a collection error (that would stop the whole session): it
+becomes an item that errors in setup, named ``line<N>``, whose message names ``path:line``,
+the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+import pytest
+
+from pytest_llmeval.core.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
+from pytest_llmeval.core.finite import non_finite_scores
+from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
+from pytest_llmeval.core.repeats import score_repeats
+from pytest_llmeval.inputs.loading import lone_surrogate
+from pytest_llmeval.inputs.manifest import read_manifest
+from pytest_llmeval.plugin.compat import (
+    fixture_info,
+    item_request,
+    resolved_fixture_defs,
+    reuse_fixture_defs,
+    skip_at_item,
+)
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    PendingCase,
+    Suite,
+    fallback_case_id,
+)
+from pytest_llmeval.suites.fields import check_counts
+from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
+
+if TYPE_CHECKING:
+    from pytest import ExceptionInfo
+
+    from pytest_llmeval.plugin.compat import TerminalRepr
+    from pytest_llmeval.plugin.state import LLMEvalState
+
+_MARKER_CHARS = re.compile(r"\W+")
+HEAD_BYTES = 65536
+
+
+@functools.lru_cache(maxsize=1024)
+def marker_name(text: str) -> str:
+    """A ``-m`` friendly marker name: non-word characters become ``_``."""
+    return _MARKER_CHARS.sub("_", text).strip("_") or "_"
+
+
+def display_path(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+class EvalFile(pytest.File):
+    """A data file claimed by a suite, or a manifest that names the suite and the data file."""
+
+    def __init__(self, *, state: LLMEvalState, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.state = state
+        self.suite_name = "unknown"
+        self.data_display = display_path(self.path, state.settings.rootdir)
+        self.fixture_values: _FixtureValues | None = None
+        """What the last item's fixtures resolved to, when every one is session-scoped."""
+        self.misses = "fail"
+        """The manifest's ``misses``: ``fail`` (a missed case fails) or ``xfail`` (it is an
+        expected failure, pytest's ``x``: a benchmark's cases inform, its gates decide)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            suite, source = self._resolve()
+        except CaseFileError as exc:
+            yield EvalItem.from_parent(self, name=_error_name(exc), problem=exc)
+            return
+        self.suite_name, self.data_display = suite.name, source.display
+        items: dict[str, EvalItem] = {}
+        self._build(suite, source, items)
+        for name in sorted(items):
+            yield items[name]
+
+    def _build(self, suite: Suite, source: CaseSource, items: dict[str, EvalItem]) -> None:
+        """One item per loaded case (or per broken record) into ``items``, by name.
+
+        Every record becomes exactly one item. A case named by its own id takes that name
+        first; names the plugin makes up (an id-less row's hash, a broken record's
+        ``line<N>``, a duplicate's ``<id>@line<N>``) are given after every real id of the file
+        is known, so none of them can take a real case's name, and one already taken gets
+        ``_`` appended until it is free (the same file always gives the same names)."""
+        later: list[LoadItem] = []
+        for loaded in _guarded(suite.load(source, self.state.context)):
+            if isinstance(loaded, CaseFileError):
+                if loaded.case_id and loaded.case_id not in items:
+                    self._add(items, loaded.case_id, loaded)  # the broken row's own id
+                else:
+                    later.append(loaded)
+            elif _made_up_id(loaded) or loaded.case_id in items:
+                later.append(loaded)
+            else:
+                self._add(items, loaded.case_id, loaded)
+        # id-less rows' hashes next (a real id equal to one keeps it), then the made-up names
+        for loaded in later:
+            if not isinstance(loaded, CaseFileError) and loaded.case_id not in items:
+                self._add(items, loaded.case_id, loaded)
+        for loaded in later:
+            if isinstance(loaded, CaseFileError):
+                base = _error_name(loaded)
+                if loaded.case_id:
+                    base = f"{loaded.case_id}@line{loaded.line}"
+                self._add(items, _free(base, items), loaded)
+            elif not items[loaded.case_id].holds(loaded):
+                first = items[loaded.case_id]
+                problem = CaseFileError(
+                    source.display,
+                    loaded.line,
+                    f"duplicate case id {loaded.case_id!r} (first defined at line {first.line})",
+                    field="id",
+                )
+                self._add(items, _free(f"{loaded.case_id}@line{loaded.line}", items), problem)
+
+    def _add(self, items: dict[str, EvalItem], name: str, loaded: LoadItem) -> None:
+        # one fixture closure for the whole file (the first item's), as pytest shares one
+        # among a parametrized test's items: all items here call the same stand-in
+        fixtureinfo = fixture_info(next(iter(items.values()))) if items else None
+        if isinstance(loaded, CaseFileError):
+            item = EvalItem.from_parent(self, name=name, problem=loaded, fixtureinfo=fixtureinfo)
+        elif isinstance(loaded, PendingCase):
+            item = EvalItem.from_parent(self, name=name, pending=loaded, fixtureinfo=fixtureinfo)
+        else:
+            item = EvalItem.from_parent(self, name=name, case=loaded, fixtureinfo=fixtureinfo)
+        items[name] = item
+
+    def _resolve(self) -> tuple[Suite, CaseSource]:
+        rootdir = self.state.settings.rootdir
+        if self.path.name.endswith(".llmeval.yaml"):
+            return self._from_manifest(rootdir)
+        display = display_path(self.path, rootdir)
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(HEAD_BYTES)
+        except OSError as exc:
+            raise CaseFileError(display, None, f"cannot read the file: {exc.strerror}") from None
+        source = CaseSource(path=self.path, display=display)
+        if not head.strip():
+            return EMPTY_SUITE, source
+        try:
+            suite = self.state.suites.claim(self.path, head)
+        except RecursionError:  # a suite that parsed a too deeply nested head itself
+            suite = None
+        if suite is None:
+            empty, syntax_error = why_unclaimed(self.path, display)
+            if empty:
+                return EMPTY_SUITE, source
+            raise syntax_error or CaseFileError(
+                display,
+                1,
+                "no suite recognises this file (known suites: "
+                f"{', '.join(self.state.suites.names())}); name the suite in a "
+                "*.llmeval.yaml manifest or fix the file's fields",
+            )
+        return suite, source
+
+    def _from_manifest(self, rootdir: Path) -> tuple[Suite, CaseSource]:
+        manifest = read_manifest(self.path, display_path(self.path, rootdir))
+        suite = self.state.suites.get(manifest.suite)
+        if suite is None:
+            raise CaseFileError(
+                manifest.display,
+                manifest.line("suite"),
+                f"unknown suite {manifest.suite!r}; known suites: "
+                f"{', '.join(self.state.suites.names())}",
+                field="suite",
+            )
+        manifest.check_options(suite.name, getattr(suite, "manifest_options", None))
+        data = manifest.data_path()
+        if manifest.repeats is not None:
+            self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
+        self.state.file_options[display_path(data, rootdir)] = dict(manifest.options)
+        self.misses = manifest.misses
+        source = CaseSource(
+            path=data, display=display_path(data, rootdir), options=dict(manifest.options)
+        )
+        return suite, source
+
+
+@functools.cache
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
+    the name up and build a new Mark for every case."""
+    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
+    """A suite's records; a CaseFileError the suite raises instead of yielding (a bad option
+    found while loading) ends the file as one more error item, not as a collection error."""
+    try:
+        yield from loads
+    except CaseFileError as exc:
+        yield exc
+
+
+def _made_up_id(loaded: EvalCase | PendingCase) -> bool:
+    """Whether a row's id is the hash the plugin gives a row without one (a real id of the
+    same 13 characters keeps its name; the hash is worked out only for such ids)."""
+    case_id = loaded.case_id
+    return (
+        isinstance(loaded, PendingCase)
+        and len(case_id) == 13
+        and case_id[0] == "h"
+        and fallback_case_id(loaded.row) == case_id
+    )
+
+
+def _free(name: str, items: dict[str, EvalItem]) -> str:
+    """``name``, with ``_`` appended until no item has it."""
+    while name in items:
+        name += "_"
+    return name
+
+
+def _error_name(exc: CaseFileError) -> str:
+    if exc.case_id:
+        return exc.case_id
+    return f"line{exc.line}" if exc.line else "file"
+
+
+def _run_case(llmeval_agent: Any, llmeval_broker: Any) -> None:
+    """Stand-in test function: it exists so pytest resolves the item's fixtures."""
+
+
+class EvalItem(pytest.Function):
+    """One eval case as a pytest test.
+
+    Setup resolves the fixtures and fetches the transcript from the dispatcher; an
+    infrastructure fault or a broken case is an error there. ``runtest`` scores the transcript
+    and raises :class:`EvalFailure` when the case misses.
+    """
+
+    def __init__(
+        self,
+        *,
+        case: EvalCase | None = None,
+        pending: PendingCase | None = None,
+        problem: CaseFileError | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(callobj=_run_case, **kwargs)
+        parent = self.parent
+        assert isinstance(parent, EvalFile)
+        self.eval_file = parent
+        """The data file this case came from (looked up for every phase: kept, not derived)."""
+        self.state: LLMEvalState = parent.state
+        """The session's plugin state, the file's."""
+        if case is not None and problem is None:  # a suite's ready-built case (GAIA)
+            try:
+                check_counts(case)
+            except CaseFileError as exc:
+                problem = exc
+        self._case = case if problem is None else None
+        self._pending = pending
+        self.problem = problem
+        self.transcript: Transcript | None = None
+        self.result: CaseResult | None = None
+        known = case or pending or problem
+        self.line = (known.line if known else None) or 1
+        self._mark("llmeval")
+        self.category = case.category if case else pending.category if pending else None
+        """The case's category, known before the case is built (and if it cannot be)."""
+        if case or pending:
+            marks = case.marks if case else pending.marks if pending else ()
+            self._add_marker(marker_name(self.eval_file.suite_name))
+            for name in (self.category, *marks):
+                if name:  # a category named like a suite must not select it (-m golden)
+                    self._add_marker(self.state.category_marker(marker_name(name)))
+
+    def _add_marker(self, marker: str) -> None:
+        self.state.register_marker(marker)  # before the mark is first looked up
+        self._mark(marker)
+
+    def _mark(self, name: str) -> None:
+        self.add_marker(_mark(name))  # one shared, immutable mark per name
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The case, built from its row on first use; ``None`` when the row or the record is
+        broken (then :attr:`problem` says why)."""
+        if self._case is None and self._pending is not None and self.problem is None:
+            try:
+                self._case = self._pending.build()
+            except CaseFileError as exc:
+                self.problem = exc
+        return self._case
+
+    def release(self) -> None:
+        """Drop what the finished item no longer needs (pytest keeps every item to the end):
+        its transcript and result, and the case when it can be built again from its row."""
+        self.transcript = None
+        self.result = None
+        if self._pending is not None:
+            self._case = None
+
+    def holds(self, loaded: LoadItem) -> bool:
+        """Whether this item was made from ``loaded`` (a case, a row or a record's error)."""
+        return loaded is self._pending or loaded is self._case or loaded is self.problem
+
+    @property
+    def runnable(self) -> bool:
+        """Whether the item has a case to run (as far as is known without building it)."""
+        return self.problem is None and (self._case is not None or self._pending is not None)
+
+    @property
+    def suite_name(self) -> str:
+        return self.eval_file.suite_name
+
+    @property
+    def data_display(self) -> str:
+        return self.eval_file.data_display
+
+    def setup(self) -> None:
+        case = self.case
+        if self.problem is not None:
+            raise self.problem
+        assert case is not None
+        if case.skip_reason:
+            _skip(case.skip_reason)
+        if not self._reuse_fixture_values():
+            super().setup()
+            self.eval_file.fixture_values = _FixtureValues.of(self)
+        self.state.check_runner(self, self.funcargs.get("llmeval_agent"))  # resume: same runner
+        self.transcript = self.state.runahead.transcript_for(self)
+        if self.transcript.error is not None:
+            kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind
+            raise RunnerError(_fault_message(self.transcript), kind=kind)
+        invalid = _invalid_unicode(self.transcript)
+        if invalid is not None:
+            raise RunnerError(invalid, kind="protocol")
+
+    def _reuse_fixture_values(self) -> bool:
+        """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
+        same cached values again.
+
+        All items of a file share one fixture closure. When every fixture in it is
+        session-scoped, unparametrized and already cached, pytest's own resolution (a
+        SubRequest per fixture and per dependency, a ``request`` FixtureDef with its
+        signature inspection, for each item) returns those very values; copying them is the
+        same result for a fraction of the cost. Any other closure, or a cache that changed,
+        takes pytest's path.
+        """
+        known = self.eval_file.fixture_values
+        if known is None or not known.still_valid(self):
+            return False
+        self.funcargs.update(known.values)
+        if "request" in self.fixturenames:
+            self.funcargs["request"] = item_request(self)
+        reuse_fixture_defs(self, known.defs)
+        return True
+
+    def runtest(self) -> None:
+        assert self.case is not None and self.transcript is not None
+        suite = self.state.suites.get(self.case.suite)
+        assert suite is not None
+        case, context = self.case, self.state.context
+
+        source = f"the {suite.name} suite"
+
+        def judged(transcript: Transcript) -> CaseScore:
+            """The suite's score of one run, its scores finite (else a ``score`` error)."""
+            one = suite.score(case, transcript, context)
+            problem = non_finite_scores(one.scores, source)
+            if problem is not None:
+                raise RunnerError(problem, kind="score")
+            return one
+
+        if self.transcript.repeats:
+            score = score_repeats(judged, self.transcript.repeats, self.state.settings.repeat_rule)
+        else:
+            score = judged(self.transcript)
+        self.result = self.state.results.from_score(self, score)
+        if score.error is not None:  # a repeat errored: the case is an error, its record kept
+            raise RunnerError(score.error, kind=score.error_kind or "agent")  # type: ignore[arg-type]
+        if score.skipped:
+            _skip(score.skipped)
+        if not score.passed:
+            message = score.failure or "the case did not pass"
+            if self.eval_file.misses == "xfail":
+                pytest.xfail(f"{self.case.file}:{self.line}: {message}")
+            shown = self.state.results.shown_response(self.case.suite, self.transcript.response)
+            raise EvalFailure(message, _details(self.transcript, shown))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        path = self.path
+        suite = "llmeval"
+        if self._case is not None or self._pending is not None:  # not built just for this
+            path = self.state.settings.rootdir / self.data_display
+            suite = self.suite_name
+        return path, self.line - 1, f"{suite}: {self.name}"
+
+    def repr_failure(
+        self,
+        excinfo: ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | TerminalRepr:
+        short = self._short_repr(excinfo.value)
+        return short if short is not None else super().repr_failure(excinfo)
+
+    def _repr_failure_py(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> TerminalRepr:
+        # pytest renders setup errors through this private method, not repr_failure (see
+        # compat.py); a plain string is a valid longrepr (reports print str() of anything
+        # without toterminal)
+        short = self._short_repr(excinfo.value)
+        if short is not None:
+            return cast("TerminalRepr", short)
+        return super()._repr_failure_py(excinfo, style=style)
+
+    def _short_repr(self, exc: BaseException) -> str | None:
+        where = f"{self.case.file}:{self.line}" if self.case else self.data_display
+        if isinstance(exc, EvalFailure):
+            return "\n".join(x for x in (f"{where}: {exc.message}", exc.details) if x)
+        if isinstance(exc, CaseFileError):
+            return str(exc)
+        if isinstance(exc, RunnerError):
+            return f"{where}: {exc.kind} error: {exc}"
+        if isinstance(exc, LLMEvalError):
+            return f"{where}: {type(exc).__name__}: {exc}"
+        return None
+
+
+class _FixtureValues:
+    """An item's resolved session fixtures, and the cache entries they came from."""
+
+    def __init__(
+        self,
+        fixtureinfo: Any,
+        defs: dict[str, Any],
+        values: dict[str, Any],
+    ):
+        self.fixtureinfo = fixtureinfo
+        self.defs = defs
+        self.values = values
+        self.results = [(d, d.cached_result) for d in defs.values()]
+
+    @classmethod
+    def of(cls, item: EvalItem) -> _FixtureValues | None:
+        """What ``item`` just resolved, or ``None`` unless every fixture is reusable."""
+        defs = resolved_fixture_defs(item)
+        if set(item.fixturenames) - {"request"} != set(defs):
+            return None
+        for d in defs.values():
+            result = d.cached_result
+            if d.scope != "session" or d.params is not None or result is None or result[2]:
+                return None
+        values = {name: item.funcargs[name] for name in defs}
+        return cls(fixture_info(item), defs, values)
+
+    def still_valid(self, item: EvalItem) -> bool:
+        return fixture_info(item) is self.fixtureinfo and all(
+            d.cached_result is result for d, result in self.results
+        )
+
+
+def _fault_message(transcript: Transcript) -> str:
+    """The message of a case whose transcript is a fault: under repeats every run errored
+    (a case with a run that did not is scored), and the message says so."""
+    assert transcript.error is not None
+    runs = len(transcript.repeats)
+    if runs > 1:
+        return f"{runs} of {runs} repeats errored; repeat 1: {transcript.error}"
+    return transcript.error
+
+
+def _invalid_unicode(transcript: Transcript) -> str | None:
+    """What in the model's output is not valid Unicode (a lone surrogate), or ``None``.
+
+    Such text cannot be scored or shown as it is: the case is an error saying so, and the
+    reports keep the text escaped (``\\ud800``)."""
+    found = lone_surrogate(transcript.response, "response")
+    for k, call in enumerate(transcript.tool_calls):
+        found = found or lone_surrogate(
+            {"name": call.name, "params": call.params, "arguments": call.arguments_error},
+            f"tool_calls[{k}]",
+        )
+    for k, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            found = found or lone_surrogate(message.content, f"messages[{k}].content")
+    return f"the model's {found[0]} is {found[1]}" if found else None
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip, reporting the case's file and line rather than this module's."""
+    skip_at_item(reason)
+
+
+def _details(transcript: Transcript, response: str) -> str:
+    calls = ", ".join(
+        f"{c.name}({', '.join(f'{k}={v!r}' for k, v in c.params.items())})"
+        for c in transcript.tool_calls
+    )
+    if len(response) > 500:
+        response = response[:500] + "..."
+    return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"

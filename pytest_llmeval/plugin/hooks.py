@@ -1,0 +1,310 @@
+"""pytest hooks of pytest-llmeval. Each hook is a few lines and delegates."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import pytest
+
+from pytest_llmeval.config import settings
+from pytest_llmeval.engine.agent import default_agent
+from pytest_llmeval.inputs.manifest import clear_targets, is_manifest_target
+from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
+from pytest_llmeval.plugin import scheduling as sharding
+from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
+from pytest_llmeval.plugin.collect import EvalFile, EvalItem
+from pytest_llmeval.plugin.interruption import Interruption
+from pytest_llmeval.plugin.progress import Progress
+from pytest_llmeval.plugin.selection import Deselections, deselections_key
+from pytest_llmeval.plugin.session import SessionReport, session_report_key
+from pytest_llmeval.plugin.state import LLMEvalState, state_key
+from pytest_llmeval.plugin.termination import SigtermHandler
+from pytest_llmeval.report.baseline import BaselineError, check_replaceable
+from pytest_llmeval.rundir.files import is_run_dir
+from pytest_llmeval.suites.base import SuiteRegistry
+from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
+from pytest_llmeval.tools.broker import ToolBroker
+
+sigterm_key = pytest.StashKey[SigtermHandler]()
+session_key = pytest.StashKey[pytest.Session]()
+
+# -- options -------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
+    """The built-in suites (and installed packages' entry-point suites) come first."""
+    register_builtin_suites(registry)
+    register_entry_point_suites(registry)
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
+    clear_targets()  # a session (an in-process pytester run too) reads the manifests afresh
+    suites = SuiteRegistry()
+    config.hook.pytest_llmeval_register_suites(registry=suites)
+    state = LLMEvalState(config, options.from_config(config), suites)
+    config.stash[state_key] = state
+    if not hasattr(config, "workerinput"):
+        _check_baseline_target(state.settings)
+    named = state.settings.run_dir or state.settings.resume
+    if named and state.run_dir.exists() and not config.option.collectonly:
+        state.claim_run_dir()  # an existing run dir is this session's, or a usage error
+    config.stash[deselections_key] = Deselections(state)
+    config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
+    if not hasattr(config, "workerinput"):
+        report = SessionReport(state, Interruption(state))
+        config.stash[session_report_key] = report
+        config.pluginmanager.register(report, "llmeval-report")
+        config.pluginmanager.register(report.interruption, "llmeval-interruption")
+    config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
+    config.stash[sigterm_key].install()
+    if config.pluginmanager.hasplugin("xdist"):
+        hooks = XdistHooks(controller=not hasattr(config, "workerinput"))
+        config.pluginmanager.register(hooks, "llmeval-xdist")
+    _register_spending(config, state)
+    if not hasattr(config, "workerinput"):  # the workers read what the controller checked
+        state.check_support_files()
+
+
+def _check_baseline_target(settings: settings.Settings) -> None:
+    """``--llmeval-update-baseline`` never writes over a file that is not a baseline: a
+    usage error before any case runs."""
+    if settings.update_baseline is not None:
+        try:
+            check_replaceable(settings.update_baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
+    """Budgets in every process that runs cases; progress where the results arrive."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
+    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers, ledger)
+    config.pluginmanager.register(budget, "llmeval-budget")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    if state is not None:
+        preflight.close_unused_runner(config, state.dispatcher.call)
+        state.services.stop()
+        state.dispatcher.close()
+        state.limits.close()
+        state.journal.close()
+        state.release_run_dir()
+    handler = config.stash.get(sigterm_key, None)
+    if handler is not None and handler.restore() is not None:
+        _held_signal(config, handler.deferred)
+    report = config.stash.get(session_report_key, None)
+    if report is not None:
+        config.pluginmanager.unregister(report)
+        del config.stash[session_report_key]
+    for name in ("llmeval-budget", "llmeval-progress", "llmeval-interruption"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+def _held_signal(config: pytest.Config, name: str | None) -> None:
+    """A signal held back while the reports were written: they are whole, the run is not
+    green."""
+    session = config.stash.get(session_key, None)
+    if session is not None and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"llmeval: {name} arrived while the reports were written: they were finished "
+            "first; the run is not green",
+            yellow=True,
+        )
+
+
+class XdistHooks:
+    """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
+
+    def __init__(self, *, controller: bool):
+        self.controller = controller
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.controller:  # a worker's configuration error: one usage error, exit 4
+            preflight.raise_worker_usage_error(report)
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        enabled = config.stash[state_key].settings.hash_scheduling
+        return sharding.make_scheduler(config, log, enabled=enabled)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None)
+        if output:
+            node.config.stash[state_key].from_worker(output)
+
+    def pytest_configure_node(self, node: Any) -> None:
+        state = node.config.stash[state_key]
+        state.hand_to_worker(node.workerinput)
+        sharding.configure_node(node, enabled=state.settings.hash_scheduling)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers (its hook is trylast)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under xdist the controller collects no case: it claims (creates, tags, locks) the run
+    dir before its workers start, so a second session, a read-only folder or a killed
+    controller is caught at once. A run dir it created stays only if the session used it."""
+    config = session.config
+    distributing = config.pluginmanager.has_plugin("dsession")
+    if distributing and not hasattr(config, "workerinput") and not config.option.collectonly:
+        config.stash[state_key].claim_run_dir()
+
+
+# -- collection ----------------------------------------------------------------------------
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if is_run_dir(collection_path) else None
+
+
+EXPLICIT_SUFFIXES = (".json", ".jsonl")
+"""A data file named on the command line is looked at whatever its name (as pytest collects a
+test module given by path); a suite then claims it by content."""
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile | None:
+    state = parent.config.stash[state_key]
+    named = file_path.suffix in EXPLICIT_SUFFIXES and parent.session.isinitpath(file_path)
+    if not named and not any(fnmatch.fnmatch(file_path.name, g) for g in state.settings.file_globs):
+        return None
+    if state.is_support_file(file_path):
+        return None  # tool fixtures and cassettes are inputs, not cases
+    if is_manifest_target(file_path, state.settings.rootdir):
+        return None  # a manifest beside it (or in a folder above) collects this data file
+    return EvalFile.from_parent(parent, path=file_path, state=state)
+
+
+def _is_eval_item(item: pytest.Item) -> TypeGuard[EvalItem]:
+    return isinstance(item, EvalItem)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    limit = config.stash[state_key].settings.limit
+    if limit is not None:  # deselected the pytest way: "N deselected", a subset for gates
+        items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+    config.stash[state_key].skip_finished(config, items)
+    config.stash[state_key].keep_shard(config, items, _is_eval_item)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected ids
+def pytest_collection_finish(session: pytest.Session) -> None:
+    preflight.check(session, _is_eval_item)  # runner, judge, embedder, gates: exit 4 at once
+    state = session.config.stash[state_key]
+    state.runahead.plan(session.items, _is_eval_item)
+    collecting_only = session.config.option.collectonly
+    if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
+        state.claim_run_dir()
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def llmeval_settings(pytestconfig: pytest.Config) -> settings.Settings:
+    """The session's frozen pytest-llmeval settings."""
+    return pytestconfig.stash[state_key].settings
+
+
+@pytest.fixture(scope="session")
+def llmeval_runner(
+    pytestconfig: pytest.Config, llmeval_settings: settings.Settings
+) -> Iterator[Any]:
+    """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
+    state = pytestconfig.stash[state_key]
+    runner = preflight.take_runner(pytestconfig)  # built once collection was done
+    if runner is None:  # asked for outside the eval cases: built here, a usage error if bad
+        runner = preflight.build_runner(pytestconfig, state)
+    yield runner
+    aclose = getattr(runner, "aclose", None)
+    if aclose is not None:
+        state.dispatcher.call(aclose())
+
+
+@pytest.fixture(scope="session")
+def llmeval_broker(llmeval_settings: settings.Settings) -> ToolBroker:
+    """The tool broker serving fixtures from ``--llmeval-fixtures``."""
+    return ToolBroker.from_dir(llmeval_settings.fixtures)
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent(llmeval_runner: Any) -> Any:
+    """The agent each case runs through; override it in a conftest to evaluate your own."""
+    return default_agent(llmeval_runner)
+
+
+# -- reporting -----------------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    line = state.limits.summary() if state is not None else None
+    if line is not None:
+        terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written."""
+    try:
+        return (yield)
+    finally:
+        session.config.stash[session_key] = session
+        session.config.stash[sigterm_key].defer()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    try:
+        return (yield)
+    finally:
+        if isinstance(item, EvalItem):
+            item.release()  # 100,000 finished items must not hold 100,000 transcripts
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if not isinstance(item, EvalItem):
+        return report
+    state = item.state
+    if state.refusal is not None:
+        report.llmeval_refusal = state.refusal
+    else:  # a refused resume journals nothing
+        state.results.attach(item, call, report)
+        case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
+        stopped = state.journal_stopped()
+        if stopped is not None:  # every case after this one would be lost: stop, fail
+            report.llmeval_unjournaled = stopped
+            item.session.shouldstop = item.session.shouldstop or stopped
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    return case_reports.teststatus(report)

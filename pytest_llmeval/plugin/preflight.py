@@ -1,0 +1,211 @@
+"""Configuration errors are fatal at the start: one usage error (exit 4) before any case runs.
+
+Once collection is done, in the process that will run the cases (a worker under xdist), the
+session checks what every case would otherwise fail on one by one:
+
+* the runner of ``--llmeval-runner``, built now when a selected case uses the plugin's own
+  ``llmeval_runner`` fixture (an overridden ``llmeval_runner`` or ``llmeval_agent`` that does not
+  ask for it makes the option irrelevant): an unknown name, a runner that cannot be built (a
+  missing model path or extra), replay without a cassette folder;
+* the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
+* every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
+  names a collected suite (or ``*``) and a metric that suite can produce
+  (:mod:`~pytest_llmeval.report.metric_paths`): a category some collected case of the suite
+  has, a score name the suite can produce; with a did-you-mean.
+
+Without xdist the error is raised as :class:`pytest.UsageError`. A worker cannot stop the
+session that way (the controller would see a crashed worker), so it hands the message on a
+failed collect report (:data:`USAGE_ERROR_ATTR`) and keeps no item; the controller raises the
+usage error when the first such report arrives, before anything is scheduled: one line, exit 4,
+with ``-n 2`` as without.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeGuard
+
+import pytest
+
+from pytest_llmeval.core.errors import CaseFileError, ConfigError
+from pytest_llmeval.inputs.manifest import read_manifest
+from pytest_llmeval.plugin.collect import EvalItem, display_path
+from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.selection import deselections_key
+from pytest_llmeval.plugin.state import LLMEvalState, state_key
+from pytest_llmeval.report.gates import TOTALS, parse_gate, parse_gate_spec
+from pytest_llmeval.report.metric_paths import shape_of, unknown_key, unknown_metric
+from pytest_llmeval.rundir.models import Gate
+
+__all__ = [
+    "USAGE_ERROR_ATTR",
+    "build_runner",
+    "check",
+    "close_unused_runner",
+    "raise_worker_usage_error",
+    "take_runner",
+]
+
+USAGE_ERROR_ATTR = "llmeval_usage_error"
+"""The attribute of a worker's failed collect report that carries its usage error."""
+
+OWN_FIXTURES_MODULE = "pytest_llmeval.plugin.hooks"
+"""Where the plugin's own ``llmeval_runner`` fixture is defined."""
+
+_runner_key = pytest.StashKey[Any]()
+
+
+def check(
+    session: pytest.Session, is_eval_item: Callable[[pytest.Item], TypeGuard[EvalItem]]
+) -> None:
+    """Check the configuration the selected cases need; on a problem, stop the session with
+    one usage error (handed to the controller from an xdist worker)."""
+    config = session.config
+    items = [item for item in session.items if is_eval_item(item) and item.runnable]
+    if not items and config.pluginmanager.has_plugin("dsession"):
+        return  # the xdist controller collects nothing: its workers check
+    state = config.stash[state_key]
+    try:
+        _check_gates(config, state, items)  # with no case selected too: never dropped
+        if not items:
+            return
+        if not config.option.collectonly:
+            if _uses_own_runner(items):
+                config.stash[_runner_key] = build_runner(config, state)
+            state.services.start_judge()
+            try:
+                state.services.check_embedder()
+            except ConfigError as exc:
+                raise pytest.UsageError(_named(str(exc), "--llmeval-embedding-model")) from None
+    except pytest.UsageError as exc:
+        _stop(session, str(exc))
+
+
+def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:
+    """The runner ``--llmeval-runner`` names, from the registry (conftest hooks and entry
+    points included); a :class:`pytest.UsageError` naming the option when it cannot be."""
+    from pytest_llmeval.runners.registry import RunnerRegistry
+
+    registry = RunnerRegistry(limiter=state.limits.limiter)
+    config.hook.pytest_llmeval_register_runners(registry=registry)
+    try:
+        return registry.create(state.settings, redact=state.redactor.value)
+    except ConfigError as exc:
+        raise pytest.UsageError(_named(str(exc), "--llmeval-runner")) from None
+
+
+def _named(message: str, option: str) -> str:
+    """``message`` led by the option it is about, unless it already names one."""
+    return message if message.startswith("--") else f"{option}: {message}"
+
+
+def take_runner(config: pytest.Config) -> Any | None:
+    """The runner built at the start, handed over once (to the ``llmeval_runner`` fixture)."""
+    runner = config.stash.get(_runner_key, None)
+    if runner is not None:
+        del config.stash[_runner_key]
+    return runner
+
+
+def close_unused_runner(config: pytest.Config, call: Callable[[Any], Any]) -> None:
+    """Close a runner built at the start that no case took (every case skipped)."""
+    runner = take_runner(config)
+    aclose = getattr(runner, "aclose", None)
+    if aclose is not None:
+        call(aclose())
+
+
+def raise_worker_usage_error(report: pytest.CollectReport) -> None:
+    """Controller: raise the usage error a worker handed on ``report``, if it carries one."""
+    message = getattr(report, USAGE_ERROR_ATTR, None)
+    if isinstance(message, str):
+        raise pytest.UsageError(message)
+
+
+def _stop(session: pytest.Session, message: str) -> None:
+    if not hasattr(session.config, "workerinput"):
+        raise pytest.UsageError(message)
+    report = pytest.CollectReport("", "failed", message, [])
+    setattr(report, USAGE_ERROR_ATTR, message)
+    session.config.hook.pytest_collectreport(report=report)  # xdist sends it to the controller
+    session.items[:] = []  # and no case runs here
+
+
+def _uses_own_runner(items: Sequence[EvalItem]) -> bool:
+    """Whether a case asks for the plugin's own ``llmeval_runner`` (items of one file share a
+    fixture closure, so each closure is looked at once)."""
+    seen: set[int] = set()
+    for item in items:
+        info = fixture_info(item)
+        if id(info) in seen:
+            continue
+        seen.add(id(info))
+        chain = info.name2fixturedefs.get("llmeval_runner") or ()
+        if chain and getattr(chain[-1].func, "__module__", None) == OWN_FIXTURES_MODULE:
+            return True
+    return False
+
+
+def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[EvalItem]) -> None:
+    gates: list[tuple[str, Gate]] = []
+    for text in state.settings.gate:
+        try:
+            gates.append((f"--llmeval-gate {text!r}", parse_gate(text, "cli")))
+        except ValueError as exc:
+            raise pytest.UsageError(f"--llmeval-gate: {exc}") from None
+    deselected = config.stash[deselections_key].manifests  # gates judged partial: checked too
+    gates += _manifest_gates(state, items, deselected)
+    collected = config.stash[deselections_key].suites
+    categories = config.stash[deselections_key].categories
+    every_file = not config.getoption("lf", False)  # --lf leaves whole files uncollected
+    if gates and not collected and every_file:
+        source, gate = gates[0]
+        raise pytest.UsageError(
+            f"{source}: no eval case was collected, so no gate can be judged (check the "
+            "paths given to pytest and the llmeval_files globs)"
+        )
+    for source, gate in gates:
+        elsewhere = not every_file and state.suites.get(gate.suite) is not None
+        if gate.suite != TOTALS and gate.suite not in collected and not elsewhere:
+            raise pytest.UsageError(f"{source}: {_no_suite(gate.suite, collected)}")
+        shape = shape_of(gate.suite, state.suites.get(gate.suite))
+        why = unknown_metric(gate, shape) if shape is not None else None
+        if why is None and gate.suite != TOTALS:
+            known = categories.get(gate.suite) if every_file else None
+            why = unknown_key(gate, state.suites.get(gate.suite), known)
+        if why is not None:
+            raise pytest.UsageError(f"{source}: {why}")
+
+
+def _manifest_gates(
+    state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str] = ()
+) -> list[tuple[str, Gate]]:
+    """The gates of the manifests whose cases were selected, or collected (``collected``:
+    node id prefixes) and all deselected; one that does not parse is left to the verdict (a
+    gate problem that fails the run, as a broken manifest is)."""
+    rootdir = state.settings.rootdir
+    paths = {item.eval_file.path for item in items if item.eval_file.path.name.endswith(".yaml")}
+    paths |= {rootdir / name for name in collected}
+    out: list[tuple[str, Gate]] = []
+    for path in sorted(paths):
+        name = display_path(path, rootdir)
+        try:
+            manifest = read_manifest(path, name)
+            if manifest.gates is None:
+                continue
+            found = parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
+        except (CaseFileError, ValueError):
+            continue
+        out += [(f"{name}: gates: {gate.name}", gate) for gate in found]
+    return out
+
+
+def _no_suite(suite: str, collected: set[str]) -> str:
+    known = sorted(collected)
+    close = difflib.get_close_matches(suite, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return (
+        f"no collected suite is named {suite!r}{hint} "
+        f"(collected: {', '.join(known) or 'none'}; * for the totals)"
+    )

@@ -1,0 +1,102 @@
+"""Which eval cases a run left out, so gates judged on a subset say ``partial``.
+
+Every eval item collected is noted (before ``--lf`` filters a file's items, which it does
+without calling ``pytest_deselected``); whatever of them is not in the session's items once
+collection is done was left out (``-k``, ``-m``, ``--lf``, any other plugin). Two are not a
+subset of the run: another shard's cases (``--llmeval-shard``: the merge judges the whole) and
+a resume's finished cases (their results are in the report). Under xdist each worker collects
+on its own; its counts reach the controller in ``workeroutput``, and the controller keeps the
+largest count per suite (every worker collects the same items).
+
+Not seen: files ``--lf`` skips whole (no case of theirs failed last time) are never collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from pytest_llmeval.config.pricing import is_budget_skip
+from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.shards import in_shard
+from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.state import LLMEvalState
+
+__all__ = ["Deselections", "deselections_key"]
+
+deselections_key = pytest.StashKey["Deselections"]()
+
+_WORKER_KEY = "llmeval_deselected"
+_MANIFESTS_KEY = "llmeval_manifests"
+
+
+class Deselections:
+    """Eval cases deselected in this run, by suite (registered in every process)."""
+
+    def __init__(self, state: LLMEvalState):
+        self.state = state
+        self.by_suite: dict[str, int] = {}
+        self._collected: dict[str, str] = {}
+        """Node id -> suite of every eval item collected."""
+        self.suites: set[str] = set()
+        """The suites of every eval item collected, deselected or not (what gates may name)."""
+        self.manifests: set[str] = set()
+        """The ``*.llmeval.yaml`` manifests (as node id prefixes) of every eval item collected,
+        so their gates are judged (``partial``) when every case of theirs was deselected."""
+        self.categories: dict[str, set[str]] = {}
+        """The categories of every eval item collected, by suite (as ``report.json`` keys
+        them: ``(none)`` for a case without one), so a gate on a category no case has is a
+        usage error, not an optional ``n/a``."""
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield  # innermost: the items before --lf keeps only the last failures
+        for item in report.result or ():
+            if isinstance(item, EvalItem):
+                self._collected[item.nodeid] = item.suite_name
+                self.suites.add(item.suite_name)
+                head = item.nodeid.split("::", 1)[0]
+                if head.endswith(".llmeval.yaml"):
+                    self.manifests.add(head)
+                found = self.categories.setdefault(item.suite_name, set())
+                found.add(item.category or "(none)")
+        return report
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        kept = {item.nodeid for item in session.items}
+        shard = self.state.settings.shard
+        for nodeid, suite in self._collected.items():
+            if nodeid in kept or nodeid in self.state.finished:
+                continue  # ran, or resumed: its earlier result is in the report
+            if shard is not None and not in_shard(nodeid, *shard):
+                continue  # another shard's case: the merge judges the whole
+            self.by_suite[suite] = self.by_suite.get(suite, 0) + 1
+        self._collected = {}
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:
+            output[_WORKER_KEY] = dict(self.by_suite)
+            output[_MANIFESTS_KEY] = sorted(self.manifests)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker's deselections (each worker collected the whole run)."""
+        found = getattr(node, "workeroutput", {}).get(_WORKER_KEY) or {}
+        for suite, count in found.items():
+            self.by_suite[suite] = max(self.by_suite.get(suite, 0), int(count))
+        self.manifests.update(getattr(node, "workeroutput", {}).get(_MANIFESTS_KEY) or ())
+
+    def counts(self, results: Iterable[CaseResult] = ()) -> dict[str, int] | None:
+        """``Report.deselected``: the cases left out by suite, sorted; ``None`` when none was.
+
+        Left out are the deselected cases and, of ``results``, those a spent budget skipped
+        (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``): gates judged the rest only.
+        """
+        left_out = dict(self.by_suite)
+        for result in results:
+            if is_budget_skip(result.outcome, result.error):
+                left_out[result.suite] = left_out.get(result.suite, 0) + 1
+        return dict(sorted(left_out.items())) if left_out else None

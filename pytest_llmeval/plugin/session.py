@@ -1,0 +1,354 @@
+"""The controller-side session reporter: collects every case result and writes the run dir.
+
+Registered only where ``workerinput`` is absent (the controller, or a run without xdist):
+results reach it on the test reports, from this process or from xdist workers alike.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmeval.core.errors import ConfigError, LLMEvalError
+from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
+from pytest_llmeval.plugin.gate_reports import gate_test_reports
+from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
+from pytest_llmeval.plugin.progress import results_cost
+from pytest_llmeval.plugin.selection import deselections_key
+from pytest_llmeval.plugin.state import LLMEvalState
+from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report.baseline import diff_markdown, not_blessed, subset_of, write_baseline
+from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
+from pytest_llmeval.report.provenance import filtered_environment, git_state
+from pytest_llmeval.report.verdict import Fault
+from pytest_llmeval.report.writer import RunWriter
+from pytest_llmeval.rundir.claim import unwritable
+from pytest_llmeval.rundir.models import Report
+
+session_report_key = pytest.StashKey["SessionReport"]()
+
+
+class SessionReport:
+    """Collects :class:`CaseResult` s as reports arrive; writes artifacts at session end."""
+
+    def __init__(self, state: LLMEvalState, interruption: Interruption):
+        self.state = state
+        self.interruption = interruption
+        self.results: dict[str, CaseResult] = {}
+        self.runners: dict[str, dict[str, Any]] = {}
+        self.started = datetime.now(timezone.utc)
+        self.run_dir: Path | None = None
+        self.report: Report | None = None
+        self.file_artifacts: list[tuple[str, dict[str, Any]]] = []
+        self.verdict = verdict.Verdict()
+        self.mlflow_run_id: str | None = None
+        self.baseline_kept: str | None = None
+        """The ``--llmeval-update-baseline`` file left as it was: the run was cut short."""
+        self.nothing_left = False
+        """A resume found every case finished: it only rebuilt the reports."""
+        self.unjournaled = False
+        """A process's journal stopped: the run is red, resume finishes it."""
+        self.crashes: list[str] = []
+        """xdist workers that died after their case was judged (a teardown): red."""
+        try:  # a bad --llmeval-gate is a usage error, up front
+            verdict.cli_gates(state.settings)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def _add_earlier(self) -> None:
+        """A resumed run's earlier results that were reused (those of cases that changed
+        since were dropped at collection and ran again)."""
+        for nodeid, (result, runner) in self.state.finished.items():
+            self.results.setdefault(nodeid, result)
+            if runner and result.runner_fingerprint:
+                self.runners.setdefault(result.runner_fingerprint, runner)
+
+    # -- collecting --------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        refusal = getattr(report, "llmeval_refusal", None)
+        if refusal is not None:  # an xdist worker refused the resume: the session stops
+            self.state.refusal = self.state.refusal or str(refusal)
+        if getattr(report, "llmeval_unjournaled", None) is not None:
+            self.unjournaled = True  # a process's journal stopped (a full disk)
+        data = getattr(report, "llmeval", None)
+        if data is None:
+            return
+        result = CaseResult.kept(data)
+        self.results[result.nodeid] = result
+        runner = getattr(report, "llmeval_runner", None)
+        if runner and result.runner_fingerprint:
+            self.runners.setdefault(result.runner_fingerprint, runner)
+        # taken: the terminal reporter keeps every report to the end, so keep no second copy
+        del report.llmeval
+        if runner is not None:
+            del report.llmeval_runner
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
+        """xdist: the case a worker died under becomes an error result on xdist's report of
+        it (read as any other in :meth:`pytest_runtest_logreport`), and is journaled, so
+        ``summarize`` sees it and resume runs it again (an error is not final)."""
+        if not self.interruption.is_eval(crashitem):
+            return
+        earlier = self.results.get(crashitem)
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+        if earlier is not None and crashitem not in self.state.finished:
+            # judged before the worker died (in teardown): that result stands, but xdist
+            # reports the case failed and a crash is an infrastructure fault: the run is red
+            self.crashes.append(
+                f"worker crashed: xdist worker {worker} died after {crashitem} was judged "
+                "(its result stands); the run fails"
+            )
+            return
+        suite, file = self.interruption.suite_of(crashitem)
+        result = crashed_result(crashitem, str(worker), suite, file)
+        data = self.state.redactor.value(result.model_dump(mode="json"))
+        self.state.journal.append(data, None)
+        report.llmeval = data  # type: ignore[attr-defined]
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Any:
+        """Write the run dir first; scan for leaked secrets after every other writer
+        (junitxml and pytest-json-report write in their own sessionfinish)."""
+        settings = self.state.settings
+        self._add_earlier()
+        ran = not session.config.option.collectonly
+        empty_shard = settings.shard is not None and ran
+        cut_short = bool(self.interruption.planned) and ran  # before any result arrived
+        refused = self.state.refusal is not None  # stopped before running: touch nothing
+        # gates on cases that were all deselected are judged (partial), never dropped
+        selection = session.config.stash[deselections_key]
+        gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
+        # an empty shard writes its run dir too
+        if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
+            try:
+                self._write(session)
+            except OSError as exc:
+                where = Path(exc.filename) if exc.filename else self.state.run_dir
+                message = unwritable(where, exc, "could not write the run dir:")
+                self.verdict.faults.append(Fault("write", message))
+            except (UnicodeError, LLMEvalError) as exc:
+                self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
+            self.verdict.faults += [Fault("crash", message) for message in self.crashes]
+            reports = gate_test_reports(self.verdict)
+            # gates are reported as tests: count them, so progress and totals add up
+            session.testscollected += len(reports) // 3
+            for report in reports:
+                session.config.hook.pytest_runtest_logreport(report=report)
+        if self.state.finished and not refused:
+            self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            session.exitstatus = _resumed_status(session, settings.exit_on, self.results)
+        session.exitstatus = self._exit_status(session.exitstatus)
+        if self.unjournaled:  # cases were run that no journal holds
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # told by a worker
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            _say(session, f"ERROR: {self.state.refusal}")
+        result = yield
+        self._leak_check(session)
+        session.exitstatus = self._exit_status(session.exitstatus)
+        return result
+
+    def _exit_status(self, current: int | pytest.ExitCode) -> int | pytest.ExitCode:
+        """The verdict's exit status; a run cut short never exits 0 (pytest's own status
+        stands: 1 after ``-x``, 2 after Ctrl-C or SIGTERM)."""
+        settings = self.state.settings
+        status = _exit_code(verdict.exit_status(current, settings.exit_on, self.verdict.failed))
+        if status == pytest.ExitCode.OK and self.report is not None and self.report.interrupted:
+            return current if current != pytest.ExitCode.OK else pytest.ExitCode.INTERRUPTED
+        return status
+
+    def _write(self, session: pytest.Session) -> None:
+        state, settings = self.state, self.state.settings
+        self.run_dir = state.ensure_run_dir()
+        writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
+        results = [self.results[key] for key in sorted(self.results)]
+        self.report = report = writer.build(results, self.runners)
+        if settings.prices is not None:
+            report.totals.cost_usd = results_cost(results, self.runners, settings)
+        interrupted, unrun = self.interruption.judge(session, results)
+        deselected = state.config.stash[deselections_key].counts(results) or {}
+        report.deselected = merged_counts(deselected.items(), unrun.items())
+        report.interrupted = interrupted
+        manifests = state.config.stash[deselections_key].manifests
+        gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
+        self.verdict = verdict.judge(report, results, settings, gates, problems)
+        blessed = report.without_baseline().dump() if settings.update_baseline else {}
+        subset = subset_of(blessed, settings.shard) if settings.update_baseline else None
+        if settings.update_baseline is not None and interrupted is not None:
+            self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
+        elif settings.update_baseline is not None and subset is not None:
+            self.verdict.faults.append(
+                Fault("baseline", not_blessed(settings.update_baseline, subset))
+            )
+        elif settings.update_baseline is not None:
+            write_baseline(
+                settings.update_baseline,
+                state.redactor.value(blessed),
+                results,
+                run_id=state.run_id,
+            )
+        self.file_artifacts = writer.suite_artifacts(results)
+        diff = self.verdict.baseline_diff
+        extra = "\n" + diff_markdown(diff) if diff else ""
+        written = writer.write(results, report, self.file_artifacts, extra)
+        finished = datetime.now(timezone.utc)
+        writer.write_manifest(
+            settings=settings,
+            # URL credentials and secret-named options masked (the writer's pass sees no names)
+            invocation=state.redactor.argv(state.config.invocation_params.args),
+            started=self.started.isoformat(),
+            finished=finished.isoformat(),
+            duration_s=round((finished - self.started).total_seconds(), 3),
+            git=git_state(settings.rootdir),
+            environment=filtered_environment(),
+            attempt=state.attempt,
+            artifacts=written,
+            interrupted=interrupted,
+        )
+        if settings.mlflow:
+            try:
+                self.mlflow_run_id = log_run(
+                    self.run_dir,
+                    settings.mlflow,
+                    settings.mlflow_experiment,
+                    secrets=state.secrets,
+                )
+            except MlflowLogError as exc:  # the run dir is complete; report and fail
+                self.verdict.faults.append(Fault("mlflow", str(exc)))
+
+    # -- leak check --------------------------------------------------------------------------
+
+    def _leak_check(self, session: pytest.Session) -> None:
+        leaks = find_leaks(self._written_paths(), self.state.secrets)
+        if leaks:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            for path in leaks:
+                message = f"leak check: a configured secret's value is in {path}"
+                self.verdict.faults.append(Fault("leak", message))
+                if reporter is not None:
+                    reporter.write_line(f"llmeval: {message}", red=True)
+
+    def _written_paths(self) -> list[Path]:
+        config = self.state.config
+        paths = [self.run_dir] if self.run_dir is not None else []
+        # junit, pytest-json-report, pytest-html, and the baseline this run wrote
+        for option in ("xmlpath", "json_report_file", "htmlpath"):
+            value = getattr(config.option, option, None)
+            if value and Path(value).is_file():
+                paths.append(Path(value))
+        settings = self.state.settings
+        if settings.update_baseline is not None and settings.update_baseline.exists():
+            paths.append(settings.update_baseline)
+        if settings.record is not None and settings.cassettes.is_dir():
+            paths.append(settings.cassettes)
+        return paths
+
+    # -- terminal ----------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        nothing = not self.results and not self.verdict.faults and self.report is None
+        if nothing or self.state.refusal is not None:
+            return
+        terminalreporter.section("llmeval")
+        for line in self.state.resume_notes:
+            terminalreporter.write_line(f"llmeval: {line}")
+        if self.nothing_left:
+            terminalreporter.write_line(
+                "llmeval: nothing left to run: every case has a final result from an earlier "
+                "attempt; the reports were rebuilt"
+            )
+        if self.report is not None:
+            for line in console.summary_lines(self.report.dump()):
+                terminalreporter.write_line(line)
+            earlier = sum(1 for key in self.results if key in self.state.finished)
+            note = console.tally_note(list(self.results.values()), earlier)
+            if note is not None:
+                terminalreporter.write_line(note)
+            warning = console.rubric_warning(list(self.results.values()))
+            if warning is not None:
+                terminalreporter.write_line(warning, yellow=True)
+            for line in console.verdict_lines(self.verdict):
+                terminalreporter.write_line(line)
+            if self.report.interrupted is not None:
+                terminalreporter.write_line(
+                    f"llmeval: {console.interrupted_line(self.report.interrupted, self.run_dir)}",
+                    yellow=True,
+                )
+        for name, value in self.file_artifacts:
+            suite = self.state.suites.get(name.split("/", 1)[0])
+            if suite is not None:
+                for line in suite.console_lines(value):
+                    terminalreporter.write_line(line)
+        unwritten = self.verdict.faults_of("write")
+        for fault in unwritten:
+            terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        if self.baseline_kept is not None:
+            resume = console.resume_option(self.run_dir)
+            terminalreporter.write_line(
+                f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
+                f"(finish it with {resume} "
+                f"--llmeval-update-baseline={shlex.quote(self.baseline_kept)})",
+                yellow=True,
+            )
+        if self.run_dir is not None and not unwritten:
+            terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
+        if self.state.placeholders:
+            terminalreporter.write_line(placeholder_notice(self.state.placeholders))
+        for fault in self.verdict.faults_of("baseline"):
+            terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
+            terminalreporter.write_line(f"llmeval: {fault}", red=True)
+        if self.mlflow_run_id is not None:
+            experiment = self.state.settings.mlflow_experiment
+            terminalreporter.write_line(
+                f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
+            )
+
+
+def placeholder_notice(names: list[str]) -> str:
+    """The one line saying which key variables hold a value that is not treated as a secret."""
+    return (
+        f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
+        f"sk-no-key-required, ...), one under {MIN_SECRET_LENGTH} characters, or a plain "
+        "number or date: not treated as a secret (not masked in the reports, not looked for "
+        "by the leak check)"
+    )
+
+
+def _resumed_status(
+    session: pytest.Session, exit_on: str, results: dict[str, CaseResult]
+) -> int | pytest.ExitCode:
+    """A resumed session's status counts the earlier attempts' cases too: a failure found
+    before the interruption still fails the run, and a resume with nothing left to run exits
+    as the finished run did (never "no tests collected")."""
+    status = session.exitstatus
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return status
+    missed = any(r.outcome in ("failed", "error") and not r.xfailed for r in results.values())
+    if exit_on == "all" and missed:
+        return pytest.ExitCode.TESTS_FAILED
+    return pytest.ExitCode.OK
+
+
+def _say(session: pytest.Session, line: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, red=True)
+
+
+def _exit_code(status: int) -> int | pytest.ExitCode:
+    """``status`` as pytest's :class:`~pytest.ExitCode` where it is one of pytest's own."""
+    try:
+        return pytest.ExitCode(status)
+    except ValueError:
+        return status

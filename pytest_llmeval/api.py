@@ -40,7 +40,7 @@ from pytest_llmeval.core.models import (
 from pytest_llmeval.core.version import __version__
 from pytest_llmeval.engine.agent import Agent
 from pytest_llmeval.limits import Limiter, Slot
-from pytest_llmeval.rundir import Report, RunLayout, RunManifest, RunRecord, read_run
+from pytest_llmeval.rundir import Report, RunLayout, RunManifest, RunRecord, SuiteSection, read_run
 from pytest_llmeval.runners.base import (
     AgentEndpoint,
     AgentResponse,
@@ -57,6 +57,7 @@ from pytest_llmeval.suites.base import (
     Suite,
     SuiteContext,
     SuiteRegistry,
+    base_totals,
 )
 from pytest_llmeval.tools.broker import ToolBroker
 from pytest_llmeval.tools.registry import ToolRegistry
@@ -102,6 +103,7 @@ __all__ = [
     "Suite",
     "SuiteContext",
     "SuiteRegistry",
+    "SuiteSection",
     "SupportsLoglikelihood",
     "ToolBroker",
     "ToolCall",
@@ -111,6 +113,7 @@ __all__ = [
     "Transcript",
     "Usage",
     "__version__",
+    "base_totals",
     "emit",
     "read_run",
     "repeat_index",

@@ -28,8 +28,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pytest_llmeval.core.models import ToolCall, Usage
-from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
+from pytest_llmeval import (
+    Completion,
+    GenerateRequest,
+    Loglik,
+    LoglikRequest,
+    RunnerRegistry,
+    ToolCall,
+    Usage,
+)
 
 Route = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]"], dict[str, Any]]]
 
@@ -259,6 +266,6 @@ def _between(text: str, start: str, end: str) -> str:
     return rest.partition(end)[0].strip() if rest else ""
 
 
-def pytest_llmeval_register_runners(registry: Any) -> None:
+def pytest_llmeval_register_runners(registry: RunnerRegistry) -> None:
     registry.register("example-router", lambda settings: ExampleRouter())
     registry.register("example-judge", lambda settings: ExampleJudge())

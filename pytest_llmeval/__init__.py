@@ -1,7 +1,176 @@
-"""pytest-llmeval: evaluate LLMs and agents on tool use, one eval case per pytest test."""
+"""pytest-llmeval: evaluate LLMs and agents on tool use, one eval case per pytest test.
+
+This package is the public API. The names in ``__all__`` are everything a runner, agent or
+suite author, a ``conftest.py`` and the project's own docs and examples import, and only they
+are promised to stay; ``docs/api.md`` says what each one is for::
+
+    from pytest_llmeval import Completion, GenerateRequest, RunnerRegistry
+
+    class MyModel:
+        name = "my-model"
+        def fingerprint(self) -> dict: return {"type": "my-model", "model": "m1"}
+        async def generate(self, request: GenerateRequest) -> Completion: ...
+        async def aclose(self) -> None: ...
+
+    def pytest_llmeval_register_runners(registry: RunnerRegistry) -> None:
+        registry.register("my-model", lambda settings: MyModel())
+
+The hooks are ``pytest_llmeval_register_runners(registry: RunnerRegistry)`` and
+``pytest_llmeval_register_suites(registry: SuiteRegistry)``; the fixtures, session-scoped and
+overridable in any ``conftest.py``, are ``llmeval_settings`` (a :class:`Settings`),
+``llmeval_runner`` (a :class:`Runner` or :class:`AgentEndpoint`), ``llmeval_broker`` (a
+:class:`ToolBroker`) and ``llmeval_agent`` (an :class:`Agent`).
+
+:mod:`pytest_llmeval.api` holds the same names, imported at once, for code that already
+imports from there. :mod:`pytest_llmeval.testing` is public too: test doubles for your own
+tests (a scripted model, a loopback OpenAI-compatible server). Every other module (``plugin``,
+``engine``, ``runners``, ``suites``, ``report``, ``rundir``, ``core`` and the rest) is
+internal: it may move or change in any release.
+
+The names are imported on first use (a module ``__getattr__``): every import of a part of the
+package, the pytest plugin's included, runs this file first, and it stays cheap that way.
+"""
 
 from __future__ import annotations
 
-__all__ = ["__version__"]
+from pytest_llmeval.core.version import __version__
 
-__version__ = "0.1.0"
+TYPE_CHECKING = False
+"""``typing.TYPE_CHECKING`` without importing :mod:`typing` (type checkers read it as true)."""
+if TYPE_CHECKING:
+    from typing import Any
+
+    from pytest_llmeval.api import (
+        Agent,
+        AgentEndpoint,
+        AgentResponse,
+        BackendUnreachable,
+        CaseFileError,
+        CaseResult,
+        CaseScore,
+        CaseSource,
+        CassetteMiss,
+        ChoiceTask,
+        Completion,
+        ConfigError,
+        EvalCase,
+        EvalFailure,
+        FingerprintMismatch,
+        GenerateRequest,
+        JudgeTask,
+        Limiter,
+        LLMEvalError,
+        LoadItem,
+        Loglik,
+        LoglikRequest,
+        Message,
+        PendingCase,
+        Report,
+        RunDirError,
+        RunDirVersionError,
+        RunLayout,
+        RunManifest,
+        Runner,
+        RunnerError,
+        RunnerErrorKind,
+        RunnerFactory,
+        RunnerRegistry,
+        RunRecord,
+        Settings,
+        Slot,
+        Suite,
+        SuiteContext,
+        SuiteRegistry,
+        SuiteSection,
+        SupportsLoglikelihood,
+        ToolBroker,
+        ToolCall,
+        ToolCallRecord,
+        ToolRegistry,
+        ToolSpec,
+        Transcript,
+        Usage,
+        base_totals,
+        emit,
+        read_run,
+        repeat_index,
+        workspace,
+    )
+
+__all__ = [
+    "Agent",
+    "AgentEndpoint",
+    "AgentResponse",
+    "BackendUnreachable",
+    "CaseFileError",
+    "CaseResult",
+    "CaseScore",
+    "CaseSource",
+    "CassetteMiss",
+    "ChoiceTask",
+    "Completion",
+    "ConfigError",
+    "EvalCase",
+    "EvalFailure",
+    "FingerprintMismatch",
+    "GenerateRequest",
+    "JudgeTask",
+    "LLMEvalError",
+    "Limiter",
+    "LoadItem",
+    "Loglik",
+    "LoglikRequest",
+    "Message",
+    "PendingCase",
+    "Report",
+    "RunDirError",
+    "RunDirVersionError",
+    "RunLayout",
+    "RunManifest",
+    "RunRecord",
+    "Runner",
+    "RunnerError",
+    "RunnerErrorKind",
+    "RunnerFactory",
+    "RunnerRegistry",
+    "Settings",
+    "Slot",
+    "Suite",
+    "SuiteContext",
+    "SuiteRegistry",
+    "SuiteSection",
+    "SupportsLoglikelihood",
+    "ToolBroker",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolRegistry",
+    "ToolSpec",
+    "Transcript",
+    "Usage",
+    "__version__",
+    "base_totals",
+    "emit",
+    "read_run",
+    "repeat_index",
+    "workspace",
+]
+
+_LAZY = frozenset(__all__) - {"__version__"}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above instead, so a typo is an error
+
+    def __getattr__(name: str) -> Any:
+        """A public name, imported from :mod:`pytest_llmeval.api` the first time it is asked
+        for (and kept here, so the second time is a plain attribute)."""
+        if name not in _LAZY:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from pytest_llmeval import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)

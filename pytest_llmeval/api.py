@@ -1,46 +1,33 @@
-"""The public API of pytest-llmeval for runner, agent and suite authors.
+"""The public API, imported all at once: the same names as :mod:`pytest_llmeval` itself.
 
-Everything a plugin or a ``conftest.py`` needs is importable from here, and only what is here
-is promised to stay::
-
-    from pytest_llmeval.api import Completion, GenerateRequest, RunnerRegistry
-
-    class MyModel:
-        name = "my-model"
-        def fingerprint(self) -> dict: return {"type": "my-model", "model": "m1"}
-        async def generate(self, request: GenerateRequest) -> Completion: ...
-        async def aclose(self) -> None: ...
-
-    def pytest_llmeval_register_runners(registry: RunnerRegistry) -> None:
-        registry.register("my-model", lambda settings: MyModel())
-
-The hooks (``pytest_llmeval_register_runners(registry)``,
-``pytest_llmeval_register_suites(registry)``) are specified in
-:mod:`pytest_llmeval.plugin.hookspecs`;
-the fixtures are ``llmeval_settings``, ``llmeval_runner``, ``llmeval_broker`` and
-``llmeval_agent`` (session-scoped, overridable in any conftest). A suite implements
-:class:`Suite`; the run dir's files are described by :class:`RunLayout` and read back with
-:func:`read_run`.
+Code written against ``pytest_llmeval.api`` keeps working; new code may import from the
+package directly (``from pytest_llmeval import Completion``), which loads these names only
+when they are first used. The package docstring and ``docs/api.md`` describe them.
 """
 
 from __future__ import annotations
 
-from pytest_llmeval import __version__
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.case_context import emit, repeat_index, workspace
 from pytest_llmeval.core.errors import (
+    BackendUnreachable,
     CaseFileError,
+    CassetteMiss,
     ConfigError,
     EvalFailure,
+    FingerprintMismatch,
     LLMEvalError,
     RunDirError,
     RunDirVersionError,
     RunnerError,
+    RunnerErrorKind,
 )
 from pytest_llmeval.core.models import (
     CaseResult,
     CaseScore,
+    ChoiceTask,
     EvalCase,
+    JudgeTask,
     Loglik,
     LoglikRequest,
     Message,
@@ -50,7 +37,10 @@ from pytest_llmeval.core.models import (
     Transcript,
     Usage,
 )
-from pytest_llmeval.rundir import Report, RunLayout, RunManifest, read_run
+from pytest_llmeval.core.version import __version__
+from pytest_llmeval.engine.agent import Agent
+from pytest_llmeval.limits import Limiter, Slot
+from pytest_llmeval.rundir import Report, RunLayout, RunManifest, RunRecord, SuiteSection, read_run
 from pytest_llmeval.runners.base import (
     AgentEndpoint,
     AgentResponse,
@@ -59,23 +49,40 @@ from pytest_llmeval.runners.base import (
     Runner,
     SupportsLoglikelihood,
 )
-from pytest_llmeval.runners.registry import RunnerRegistry
-from pytest_llmeval.suites.base import CaseSource, PendingCase, Suite, SuiteContext, SuiteRegistry
+from pytest_llmeval.runners.registry import RunnerFactory, RunnerRegistry
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    PendingCase,
+    Suite,
+    SuiteContext,
+    SuiteRegistry,
+    base_totals,
+)
 from pytest_llmeval.tools.broker import ToolBroker
+from pytest_llmeval.tools.registry import ToolRegistry
 
 __all__ = [
+    "Agent",
     "AgentEndpoint",
     "AgentResponse",
+    "BackendUnreachable",
     "CaseFileError",
     "CaseResult",
     "CaseScore",
     "CaseSource",
+    "CassetteMiss",
+    "ChoiceTask",
     "Completion",
     "ConfigError",
     "EvalCase",
     "EvalFailure",
+    "FingerprintMismatch",
     "GenerateRequest",
+    "JudgeTask",
     "LLMEvalError",
+    "Limiter",
+    "LoadItem",
     "Loglik",
     "LoglikRequest",
     "Message",
@@ -85,21 +92,28 @@ __all__ = [
     "RunDirVersionError",
     "RunLayout",
     "RunManifest",
+    "RunRecord",
     "Runner",
     "RunnerError",
+    "RunnerErrorKind",
+    "RunnerFactory",
     "RunnerRegistry",
     "Settings",
+    "Slot",
     "Suite",
     "SuiteContext",
     "SuiteRegistry",
+    "SuiteSection",
     "SupportsLoglikelihood",
     "ToolBroker",
     "ToolCall",
     "ToolCallRecord",
+    "ToolRegistry",
     "ToolSpec",
     "Transcript",
     "Usage",
     "__version__",
+    "base_totals",
     "emit",
     "read_run",
     "repeat_index",

@@ -15,10 +15,7 @@ import re
 
 import pytest
 
-from pytest_llmeval.core import case_context as context
-from pytest_llmeval.core.models import EvalCase
-from pytest_llmeval.runners.base import AgentResponse
-from pytest_llmeval.tools.broker import ToolBroker
+from pytest_llmeval import AgentResponse, EvalCase, ToolBroker, emit, workspace
 
 EXPRESSION = re.compile(r"(-?\d+(?:\.\d+)?\s*[-+*/]\s*-?\d+(?:\.\d+)?)")
 
@@ -31,13 +28,13 @@ class CalculatorAgent:
 
     async def run(self, case: EvalCase, broker: ToolBroker) -> AgentResponse:
         question = case.user_message
-        notes = context.workspace() / "notes.txt"  # private to this case
+        notes = workspace() / "notes.txt"  # private to this case
         notes.write_text(f"question: {question}\n")
         match = EXPRESSION.search(question)
         if match is None:
             return AgentResponse(response="I cannot tell.\nFINAL ANSWER: unknown")
         call = broker.call("calculator", {"expression": match[1]}, case.stubs)
-        context.emit("thought", text=f"asked the calculator for {match[1]}")
+        emit("thought", text=f"asked the calculator for {match[1]}")
         if not call.success:
             return AgentResponse(response="The calculator failed.\nFINAL ANSWER: unknown",
                                  tool_calls=[call])  # fmt: skip

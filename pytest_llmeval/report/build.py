@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_llmeval import __version__
 from pytest_llmeval.core.errors import LLMEvalError
 from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.repeats import suite_statistics
+from pytest_llmeval.core.version import __version__
 from pytest_llmeval.rundir.models import Report, SuiteSection
 from pytest_llmeval.suites.base import SuiteRegistry, base_totals
 

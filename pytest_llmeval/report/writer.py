@@ -15,12 +15,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval import __version__
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.fingerprint import file_sha256
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import Redactor
+from pytest_llmeval.core.version import __version__
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import html_pieces

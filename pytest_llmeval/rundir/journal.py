@@ -21,10 +21,10 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from pytest_llmeval import __version__
 from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.version import __version__
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")

@@ -58,10 +58,10 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 import httpx
 
-from pytest_llmeval import __version__
 from pytest_llmeval.core.aio import within
 from pytest_llmeval.core.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.core.redact import public_url
+from pytest_llmeval.core.version import __version__
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.runners import transport as transport_module
 from pytest_llmeval.runners.transport import (

@@ -6,8 +6,7 @@ handler) and *scripts* (queues of canned :class:`Reply` objects served in order 
 route handler takes over). A :class:`Reply` can also delay, drop the connection without an
 answer, or send a body that is not valid JSON, which is what retry and error paths need::
 
-    from pytest_llmeval.testing.agent import example_agent_handler
-    from pytest_llmeval.testing.server import Reply, ScriptedServer
+    from pytest_llmeval.testing import Reply, ScriptedServer, example_agent_handler
 
     with ScriptedServer() as srv:
         srv.route("POST", "/chat", example_agent_handler)

@@ -6,7 +6,7 @@ chat template that renders tools and tool calls (``<tools>``, ``<tool_call>``,
 ``<tool_response>``, as Qwen/Hermes templates do), builds a Llama model of a few tens of
 thousands of parameters with seeded random weights, and saves both with ``save_pretrained``::
 
-    from pytest_llmeval.testing.tiny import build_tiny_model
+    from pytest_llmeval.testing import build_tiny_model
     path = build_tiny_model(tmp_path / "tiny", seed=0)
     # pytest --llmeval-runner hf --llmeval-model <path>
 

@@ -75,6 +75,7 @@ __all__ = [
     "comparable_settings",
     "disagreements",
     "fingerprint_differences",
+    "header_fingerprints",
     "load_run",
     "merge",
     "merge_lines",
@@ -283,9 +284,8 @@ def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
     cases come from).
     """
     out: list[str] = []
-    mine, yours = a.report_body, b.report_body
-    keys = [k for k in FINGERPRINT_KEYS if k in mine or k in yours]
-    for key in keys:
+    mine, yours = header_fingerprints(a.report), header_fingerprints(b.report)
+    for key in FINGERPRINT_KEYS:
         if key == "runner_fingerprint" and None in (mine.get(key), yours.get(key)):
             continue  # no cases, or several runners (a conftest may pick one per file)
         if mine.get(key) != yours.get(key):
@@ -293,14 +293,27 @@ def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
                 f"{key} differs: {_show(mine.get(key))} in {a.label}, "
                 f"{_show(yours.get(key))} in {b.label}"
             )
-    theirs = yours.get("datasets") or {}
-    for name, digest in sorted((mine.get("datasets") or {}).items()):
+    theirs = b.report.datasets if b.report is not None else {}
+    for name, digest in sorted((a.report.datasets if a.report is not None else {}).items()):
         if name in theirs and theirs[name] != digest:
             out.append(
                 f"dataset {name} differs: sha256 {_show(digest)} in {a.label}, "
                 f"{_show(theirs[name])} in {b.label}"
             )
     return out
+
+
+def header_fingerprints(report: Report | None) -> dict[str, Any]:
+    """The :data:`FINGERPRINT_KEYS` a report has: its typed header fields, and those another
+    writer added (kept as the report's extra fields); none without a report."""
+    if report is None:
+        return {}
+    extra = report.model_extra or {}
+    return {
+        key: getattr(report, key) if key in Report.model_fields else extra[key]
+        for key in FINGERPRINT_KEYS
+        if key in Report.model_fields or key in extra
+    }
 
 
 def _show(value: Any) -> str:
@@ -401,17 +414,18 @@ def _shard_fingerprints(report: Report, runs: Sequence[RunRecord]) -> None:
     """Take the dataset hashes and header fingerprints the shards recorded (they agree)."""
     datasets: dict[str, str] = {}
     for run in runs:
-        for name, digest in run.report_body.get("datasets", {}).items():
+        for name, digest in (run.report.datasets if run.report is not None else {}).items():
             datasets.setdefault(name, digest)
     names = {r.file for run in runs for r in run.results}
     datasets = {k: v for k, v in datasets.items() if k in names}
     if datasets or not report.datasets:
         report.datasets = dict(sorted(datasets.items()))
         report.dataset_sha256 = fingerprint(sorted(datasets.items()))
+    recorded = [header_fingerprints(run.report) for run in runs]
     for key in FINGERPRINT_KEYS:
         if key in ("report_version", "plugin_version", "runner_fingerprint"):
             continue  # the merged report is made by this plugin from the merged runners
-        values = [run.report_body[key] for run in runs if key in run.report_body]
+        values = [prints[key] for prints in recorded if key in prints]
         if values:
             setattr(report, key, values[0])
 
@@ -500,7 +514,7 @@ def merge(out_dir: Path, run_dirs: Sequence[Path], invocation: Sequence[str] = (
 
 def merge_lines(merged: Merged, shards: int) -> list[str]:
     """What the command prints: the summary, each gate, the decision and the exit status."""
-    lines = console.summary_lines(merged.report.dump())
+    lines = console.summary_lines(merged.report)
     lines += console.verdict_lines(merged.verdict)
     lines += merged.verdict.faults_of("leak")
     out = merged.writer.run_dir

@@ -268,7 +268,7 @@ class SessionReport:
                 "attempt; the reports were rebuilt"
             )
         if self.report is not None:
-            for line in console.summary_lines(self.report.dump()):
+            for line in console.summary_lines(self.report):
                 terminalreporter.write_line(line)
             earlier = sum(1 for key in self.results if key in self.state.finished)
             note = console.tally_note(list(self.results.values()), earlier)

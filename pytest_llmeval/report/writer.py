@@ -109,7 +109,9 @@ class RunWriter:
         write_jsonl(layout.audit, audit)
         body = redact.value(report.dump())
         write_json(layout.report, body)
-        summary = console.summary_markdown(body, results) + self._suite_markdown(file_artifacts)
+        # summary.md shows the report as written: its names and messages redacted
+        written = Report.model_validate(body)
+        summary = console.summary_markdown(written, results) + self._suite_markdown(file_artifacts)
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.core.models import CaseResult, unpack
-from pytest_llmeval.report.baseline import baseline_case_lines
+from pytest_llmeval.report.baseline.render import baseline_case_lines
 from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
 
 if TYPE_CHECKING:

@@ -164,9 +164,9 @@ class RunWriter:
         lines: list[str] = []
         for name, value in file_artifacts:
             suite = self.suites.get(name.split("/", 1)[0])
-            section = getattr(suite, "markdown_lines", None)
+            section = suite.markdown_lines(value) if suite is not None else None
             if section is not None:
-                lines += ["", *section(value)]
+                lines += ["", *section]
         return "\n".join(lines)
 
     def _row(self, result: CaseResult) -> dict[str, Any]:

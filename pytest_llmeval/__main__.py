@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LLMEvalError, OSError) as exc:
         print(f"pytest_llmeval summarize: {exc}", file=sys.stderr)
         return 2
-    for line in console.summary_lines(done.report.dump()):
+    for line in console.summary_lines(done.report):
         print(line)
     for line in console.verdict_lines(done.verdict):
         print(line)

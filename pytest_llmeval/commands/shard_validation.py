@@ -22,8 +22,9 @@ The rules:
   ``|a - b| <= max(atol, rtol * max(|a|, |b|))`` (``--atol``/``--rtol``, default 1e-6), ints,
   counts and everything else must be equal. A difference is listed under its dotted path.
 * **fingerprints**: the unsharded run and every shard must agree on the settings that decide
-  results and on their report fingerprints (:func:`pytest_llmeval.commands.merge.disagreements`),
-  and the merged report must carry the unsharded run's fingerprints.
+  results and on their report fingerprints
+  (:func:`pytest_llmeval.commands.shard_check.disagreements`), and the merged report must
+  carry the unsharded run's fingerprints.
 * **coverage**: every shard ``0 .. N-1`` once; the union of the shards' cases equals the
   unsharded run's cases (``missing``, ``extra``), and no case is in two shards (``duplicates``).
 * **gates**: the merged gate decision matches the unsharded one, gate by gate (pass/fail and
@@ -44,16 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.commands.merge import (
-    FINGERPRINT_KEYS,
-    Merged,
-    MergeError,
-    check_shards,
-    combine,
-    disagreements,
-    load_run,
-    write_merged,
-)
+from pytest_llmeval.commands.merge import Merged, MergeError, combine, load_run, write_merged
+from pytest_llmeval.commands.shard_check import FINGERPRINT_KEYS, check_shards, disagreements
 from pytest_llmeval.core.errors import LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.files import is_run_dir, write_json

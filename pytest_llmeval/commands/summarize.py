@@ -15,7 +15,7 @@ from pathlib import Path
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.report import verdict
-from pytest_llmeval.report.baseline import diff_markdown
+from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import RunDirLock
 from pytest_llmeval.rundir.files import is_run_dir

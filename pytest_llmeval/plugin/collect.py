@@ -179,7 +179,7 @@ class EvalFile(pytest.File):
                 f"{', '.join(self.state.suites.names())}",
                 field="suite",
             )
-        manifest.check_options(suite.name, getattr(suite, "manifest_options", None))
+        manifest.check_options(suite.name, suite.manifest_options)
         data = manifest.data_path()
         if manifest.repeats is not None:
             self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats

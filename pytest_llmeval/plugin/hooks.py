@@ -22,7 +22,7 @@ from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.plugin.termination import SigtermHandler
-from pytest_llmeval.report.baseline import BaselineError, check_replaceable
+from pytest_llmeval.report.baseline.file import BaselineError, check_replaceable
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.suites.base import SuiteRegistry
 from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites

@@ -126,8 +126,8 @@ class ResultBuilder:
     def shown_expected(self, case: EvalCase) -> dict[str, Any] | None:
         """What the suite checks, as results keep it (see ``CaseResult.expected``): the case's
         ``expect``, or what a suite's optional ``shown_expect(case)`` picks of it."""
-        pick = getattr(self.suites.get(case.suite), "shown_expect", None)
-        expect = pick(case) if callable(pick) else case.expect
+        suite = self.suites.get(case.suite)
+        expect = suite.shown_expect(case) if suite is not None else case.expect
         shown = {key: self._value(value) for key, value in expect.items() if not _empty(value)}
         if case.judge is not None and case.judge.criteria and "rubric" not in shown:
             shown["rubric"] = self._value(dict(case.judge.criteria))
@@ -145,8 +145,8 @@ class ResultBuilder:
         return self._messages(messages, self._mask(case.suite)) or None
 
     def _mask(self, suite_name: str) -> Callable[[str], str] | None:
-        mask = getattr(self.suites.get(suite_name), "mask_output", None)
-        return mask if callable(mask) else None
+        suite = self.suites.get(suite_name)
+        return suite.mask_output if suite is not None else None
 
     def _messages(
         self, messages: Sequence[Message], mask: Callable[[str], str] | None = None

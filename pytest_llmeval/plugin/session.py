@@ -22,7 +22,8 @@ from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report import console, verdict
-from pytest_llmeval.report.baseline import diff_markdown, not_blessed, subset_of, write_baseline
+from pytest_llmeval.report.baseline.file import BaselineCase, not_blessed, subset_of, write_baseline
+from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
 from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.verdict import Fault
@@ -193,7 +194,7 @@ class SessionReport:
             write_baseline(
                 settings.update_baseline,
                 state.redactor.value(blessed),
-                results,
+                [BaselineCase.of(result) for result in results],
                 run_id=state.run_id,
             )
         self.file_artifacts = writer.suite_artifacts(results)
@@ -268,7 +269,7 @@ class SessionReport:
                 "attempt; the reports were rebuilt"
             )
         if self.report is not None:
-            for line in console.summary_lines(self.report.dump()):
+            for line in console.summary_lines(self.report):
                 terminalreporter.write_line(line)
             earlier = sum(1 for key in self.results if key in self.state.finished)
             note = console.tally_note(list(self.results.values()), earlier)

@@ -60,7 +60,7 @@ def build_report(
         ]
         if judged:
             body["judge"] = judge_statistics(judged)
-        model = getattr(suite, "section_model", SuiteSection)
+        model = suite.section_model if suite is not None else SuiteSection
         try:
             suite_reports[name] = model.model_validate(body)
         except ValidationError as exc:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.core.models import CaseResult, unpack
-from pytest_llmeval.report.baseline import baseline_case_lines
-from pytest_llmeval.rundir.models import Interrupted
+from pytest_llmeval.report.baseline.render import baseline_case_lines
+from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
 
 if TYPE_CHECKING:
     from pytest_llmeval.report.verdict import Verdict
@@ -25,24 +25,23 @@ def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def _counts(totals: dict[str, Any]) -> str:
+def _counts(totals: Totals) -> str:
     return (
-        f"{totals['passed']}/{totals['total']} passed ({_rate(totals['pass_rate'])}), "
-        f"{totals['failed']} failed, {totals['errors']} errors, {totals['skipped']} skipped"
+        f"{totals.passed}/{totals.total} passed ({_rate(totals.pass_rate)}), "
+        f"{totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped"
     )
 
 
-def summary_lines(report: dict[str, Any]) -> list[str]:
+def summary_lines(report: Report) -> list[str]:
     """One line per suite, then one per category of that suite."""
     lines = []
-    for name, body in report["suites"].items():
-        lines.append(f"{name}: {_counts(body)}")
-        categories = body.get("categories", {})
-        if len(categories) > 1:
-            for category, totals in categories.items():
+    for name, section in report.suites.items():
+        lines.append(f"{name}: {_counts(section)}")
+        if len(section.categories) > 1:
+            for category, totals in section.categories.items():
                 lines.append(f"  {category}: {_counts(totals)}")
-    cost = report["totals"].get("cost_usd")
-    lines.append(f"all: {_counts(report['totals'])}" + ("" if cost is None else f", ${cost:.4f}"))
+    cost = report.totals.cost_usd
+    lines.append(f"all: {_counts(report.totals)}" + ("" if cost is None else f", ${cost:.4f}"))
     return lines
 
 
@@ -90,28 +89,30 @@ def _rubric_held(result: CaseResult) -> bool:
     )
 
 
-def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
-    """``summary.md``: suite table, category table, then the failing and erroring cases."""
+def summary_markdown(report: Report, results: Sequence[CaseResult]) -> str:
+    """``summary.md``: suite table, category table, then the failing and erroring cases.
+
+    ``report`` is the report as written (redacted: its names and messages come from the
+    run's data)."""
     out = ["# pytest-llmeval summary", ""]
-    interrupted = report.get("interrupted")
-    if isinstance(interrupted, dict):
-        out += [f"**{md_text(interrupted_line(interrupted))}**", ""]
+    if report.interrupted is not None:
+        out += [f"**{md_text(interrupted_line(report.interrupted))}**", ""]
     out += [
         "| suite | cases | passed | failed | errors | skipped | pass rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, body in report["suites"].items():
-        out.append(_row(md_text(name), body))
-    out.append(_row("**all**", report["totals"]))
+    for name, section in report.suites.items():
+        out.append(_row(md_text(name), section))
+    out.append(_row("**all**", report.totals))
     out += ["", "## By category", ""]
     out += [
         "| suite | category | cases | passed | failed | errors | skipped | pass rate |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, body in report["suites"].items():
-        for category, totals in body.get("categories", {}).items():
+    for name, section in report.suites.items():
+        for category, totals in section.categories.items():
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
-    out += _gates_markdown(report.get("gates"))
+    out += _gates_markdown(report.gates)
     bad = [r for r in results if r.outcome in ("failed", "error")]
     if bad:
         out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
@@ -122,21 +123,20 @@ def summary_markdown(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             out.append(f"- ... and {len(bad) - MAX_LISTED_FAILURES} more (see results.jsonl)")
     out += [
         "",
-        f"runner: {md_text(report.get('runner_fingerprint'))}",
-        f"dataset: {md_text(report['dataset_sha256'])}",
+        f"runner: {md_text(report.runner_fingerprint)}",
+        f"dataset: {md_text(report.dataset_sha256)}",
         "",
     ]
     return "\n".join(out)
 
 
-def interrupted_line(
-    interrupted: Interrupted | Mapping[str, Any], run_dir: Path | None = None
-) -> str:
-    """What a run cut short says (the terminal, ``summary.md``), with the resume command for
-    ``run_dir`` when it is known (written with ``=``: a spaced path moves pytest's rootdir)."""
-    body = interrupted.model_dump() if isinstance(interrupted, Interrupted) else interrupted
+def interrupted_line(interrupted: Interrupted, run_dir: Path | None = None) -> str:
+    """What a run cut short says (the terminal, ``summary.md``, the page), with the resume
+    command for ``run_dir`` when it is known (written with ``=``: a spaced path moves pytest's
+    rootdir)."""
     return (
-        f"interrupted ({body['reason']}): {body['cases_run']} of {body['cases_total']} cases "
+        f"interrupted ({interrupted.reason}): {interrupted.cases_run} of "
+        f"{interrupted.cases_total} cases "
         "ran; gates judged only those (a gate that held is partial), and "
         f"{resume_option(run_dir)} runs the rest"
     )
@@ -147,27 +147,24 @@ def resume_option(run_dir: Path | None) -> str:
     return f"--llmeval-resume={shlex.quote(str(run_dir)) if run_dir else 'RUN_DIR'}"
 
 
-def _gates_markdown(section: Any) -> list[str]:
+def _gates_markdown(section: GatesSection | None) -> list[str]:
     """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
     ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message."""
-    rows = section.get("results") if isinstance(section, dict) else None
-    if not rows:
+    if section is None or not section.results:
         return []
     out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
-    for row in rows:
-        gate = row.get("gate") or {}
-        status = str(row.get("status") or ("passed" if row.get("passed") else "failed"))
-        shown = "**failed**" if status == "failed" else md_text(status)
-        message = clip(" ".join(str(row.get("message") or "").splitlines()), 200)
-        name = md_cell(md_code(str(gate.get("name", ""))))
+    for row in section.results:
+        shown = "**failed**" if row.status == "failed" else md_text(row.status)
+        message = clip(" ".join(row.message.splitlines()), 200)
+        name = md_cell(md_code(row.gate.name))
         out.append(f"| {name} | {shown} | {md_text(message)} |")
     return out
 
 
-def _row(label: str, totals: dict[str, Any]) -> str:
+def _row(label: str, totals: Totals) -> str:
     return (
-        f"| {label} | {totals['total']} | {totals['passed']} | {totals['failed']} | "
-        f"{totals['errors']} | {totals['skipped']} | {_rate(totals['pass_rate'])} |"
+        f"| {label} | {totals.total} | {totals.passed} | {totals.failed} | "
+        f"{totals.errors} | {totals.skipped} | {_rate(totals.pass_rate)} |"
     )
 
 

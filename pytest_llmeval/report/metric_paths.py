@@ -28,8 +28,8 @@ from pydantic import BaseModel
 from pytest_llmeval.core.repeats import suite_statistics
 from pytest_llmeval.report.build import judge_statistics
 from pytest_llmeval.report.gates import TOTALS
-from pytest_llmeval.rundir.models import Gate, SuiteSection, Totals
-from pytest_llmeval.suites.base import Suite
+from pytest_llmeval.rundir.models import Gate, Totals
+from pytest_llmeval.suites.base import SuiteBase
 
 __all__ = ["MAX_SUGGESTIONS", "Shape", "shape_of", "unknown_key", "unknown_metric"]
 
@@ -55,13 +55,13 @@ class Shape:
         return sorted(set(_paths(self.model, self.sample, "")))
 
 
-def shape_of(suite_name: str, suite: Suite | None) -> Shape | None:
+def shape_of(suite_name: str, suite: SuiteBase | None) -> Shape | None:
     """The shape of ``suite``'s section (of the totals for ``*``); ``None`` when unknown."""
     if suite_name == TOTALS:
         return Shape(Totals, {})
     if suite is None:
         return None
-    model = getattr(suite, "section_model", SuiteSection)
+    model = suite.section_model
     try:
         sample = dict(suite.aggregate([]))
     except Exception:  # a suite that cannot aggregate nothing: no shape to check against
@@ -186,7 +186,7 @@ def _prefixes(parts: list[str], keys: Any) -> list[tuple[int, str]]:
     return out
 
 
-def unknown_key(gate: Gate, suite: Suite | None, categories: set[str] | None) -> str | None:
+def unknown_key(gate: Gate, suite: SuiteBase | None, categories: set[str] | None) -> str | None:
     """Why ``gate`` names a key its suite's report cannot hold, or ``None``: a category no
     collected case of the suite has (``categories`` known), or a score name the suite cannot
     produce (a suite with ``score_names()``, as golden's ``mean_scores``). An optional gate
@@ -197,9 +197,10 @@ def unknown_key(gate: Gate, suite: Suite | None, categories: set[str] | None) ->
             return None
         name = rest.split(".", 1)[0]
         return _unknown(gate, "category", name, sorted(categories))
-    score_names = getattr(suite, "score_names", None)
-    if head == "mean_scores" and rest and callable(score_names):
-        names, prefixes = score_names()
+    scored = head == "mean_scores" and rest
+    known = suite.score_names() if scored and suite is not None else None
+    if known is not None:
+        names, prefixes = known
         if rest in names or rest.startswith(tuple(prefixes)):
             return None
         shown = sorted(names) + [f"{p}<name>" for p in prefixes]

@@ -21,7 +21,8 @@ from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError, FingerprintMismatch
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import read_manifest
-from pytest_llmeval.report.baseline import diff, load_baseline
+from pytest_llmeval.report.baseline.compare import diff
+from pytest_llmeval.report.baseline.file import BaselineCase, load_baseline
 from pytest_llmeval.report.gates import (
     evaluate_gates,
     parse_gate,
@@ -182,8 +183,9 @@ def judge(
             body.pop("gates", None)
         try:
             baseline = load_baseline(settings.baseline)
+            cases = [BaselineCase.of(result) for result in results]
             verdict.baseline_diff = diff(
-                body, results, baseline, allow_mismatch=settings.baseline_allow_mismatch
+                body, cases, baseline, allow_mismatch=settings.baseline_allow_mismatch
             )
         except (FingerprintMismatch, ValueError) as exc:
             verdict.baseline_refusal = str(exc)

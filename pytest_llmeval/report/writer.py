@@ -109,7 +109,9 @@ class RunWriter:
         write_jsonl(layout.audit, audit)
         body = redact.value(report.dump())
         write_json(layout.report, body)
-        summary = console.summary_markdown(body, results) + self._suite_markdown(file_artifacts)
+        # summary.md shows the report as written: its names and messages redacted
+        written = Report.model_validate(body)
+        summary = console.summary_markdown(written, results) + self._suite_markdown(file_artifacts)
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);
@@ -162,9 +164,9 @@ class RunWriter:
         lines: list[str] = []
         for name, value in file_artifacts:
             suite = self.suites.get(name.split("/", 1)[0])
-            section = getattr(suite, "markdown_lines", None)
+            section = suite.markdown_lines(value) if suite is not None else None
             if section is not None:
-                lines += ["", *section(value)]
+                lines += ["", *section]
         return "\n".join(lines)
 
     def _row(self, result: CaseResult) -> dict[str, Any]:

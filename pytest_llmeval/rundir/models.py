@@ -5,7 +5,7 @@ The report is built once (``report.build``), judged once (``report.verdict.judge
 once (``report.writer``); every reader (``summarize``, ``merge``, baselines, MLflow, the HTML
 page) gets this model back from :func:`pytest_llmeval.rundir.read.read_run`. A suite's section
 is a :class:`SuiteSection`: the counts every suite has, typed, and the suite's own metrics,
-which a suite may type in a subclass of its own (``Suite.section_model``).
+which a suite may type in a subclass of its own (``SuiteBase.section_model``).
 
 A report of another major :data:`REPORT_VERSION` is refused with a
 :class:`~pytest_llmeval.core.errors.RunDirVersionError` naming both versions.

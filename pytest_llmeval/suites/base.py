@@ -2,21 +2,30 @@
 
 A suite knows one kind of eval file: it says whether a file is its own (``claims``), turns the
 file into cases (``load``), judges one transcript (``score``) and sums results up
-(``aggregate``, ``file_artifacts``). Suites never talk to a model and never import pytest.
+(``aggregate``). Suites never talk to a model and never import pytest.
+
+Those four and a ``name`` are the :class:`Suite` protocol. Everything else a suite may offer
+(its typed report section, manifest options, per-file artifacts and their terminal and
+``summary.md`` lines, output masking, the expectation results show, its score names) is
+declared with its default on :class:`SuiteBase`, which the built-in suites subclass. A suite
+that implements only the protocol is wrapped in a :class:`ProtocolSuite` when it is
+registered, so every suite the registry hands out has every member.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.fingerprint import canonical_json, sha256_hex
 from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.inputs.safe_read import read_json
+from pytest_llmeval.rundir.models import SuiteSection
 from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.tools.registry import ToolRegistry
 
@@ -24,7 +33,9 @@ __all__ = [
     "CaseSource",
     "LoadItem",
     "PendingCase",
+    "ProtocolSuite",
     "Suite",
+    "SuiteBase",
     "SuiteContext",
     "SuiteRegistry",
     "base_totals",
@@ -118,7 +129,8 @@ LoadItem = EvalCase | PendingCase | CaseFileError
 
 
 class Suite(Protocol):
-    """A kind of eval file and its rules."""
+    """What a suite must have: a name, and the four members that claim, load, score and sum up
+    its files. Its optional members, with their defaults, are :class:`SuiteBase`'s."""
 
     name: str
 
@@ -141,44 +153,168 @@ class Suite(Protocol):
         """Dataset metrics of this suite's results (already sorted by node id)."""
         ...
 
+
+class SuiteBase(ABC):
+    """A suite with every optional member declared, at its default.
+
+    Every built-in suite subclasses it, and so may a third party's. A suite that implements
+    only the :class:`Suite` protocol is wrapped by :meth:`SuiteRegistry.register` in a
+    :class:`ProtocolSuite`, which takes the optional members it defines and these defaults
+    for the rest; so what the registry hands out always has every member, and its readers
+    call them directly.
+    """
+
+    name: str
+
+    section_model: ClassVar[type[SuiteSection]] = SuiteSection
+    """The model of this suite's ``report.json`` section: its ``aggregate`` is validated
+    into it, and gates are checked against its fields."""
+    manifest_options: ClassVar[Mapping[str, Mapping[str, Any]] | None] = None
+    """The manifest keys the suite reads beyond the common ones
+    (``pytest_llmeval.inputs.manifest.COMMON_OPTIONS``), each to the JSON Schema of its value
+    (``{}`` when the suite checks the value itself): a manifest key that neither names is an
+    error. ``None``: the suite is handed whatever keys its manifests hold."""
+
+    @abstractmethod
+    def claims(self, path: Path, head: bytes) -> bool:
+        """Whether a file (of which ``head`` is the first bytes) belongs to this suite."""
+
+    @abstractmethod
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        """Cases of the file, each knowing its line (see :meth:`Suite.load`)."""
+
+    @abstractmethod
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        """Judge one transcript. Pure: same inputs, same score."""
+
+    @abstractmethod
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        """Dataset metrics of this suite's results (already sorted by node id)."""
+
     def file_artifacts(
         self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
     ) -> dict[str, Any]:
-        """Extra per-file artifacts, by file name relative to the run dir (JSON values)."""
-        ...
+        """Extra per-file artifacts, by file name relative to the run dir (JSON values); by
+        default none."""
+        return {}
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        """Lines for the terminal summary from this suite's ``file_artifacts``."""
-        ...
+        """Lines for the terminal summary from one of this suite's ``file_artifacts``; by
+        default none."""
+        return []
 
-    # Optional: ``markdown_lines(artifacts) -> list[str]``, a section of ``summary.md`` for
-    # one of this suite's ``file_artifacts`` (When2Call's headline and confusion matrix);
-    # ``mask_output(text) -> str``, the model's answer as results, junit and reports keep it
-    # (the integration suite masks emails, phone numbers and keys); ``shown_expect(case) ->
-    # dict``, what results show as the case's expectation when not its whole ``expect``
-    # (the integration suite leaves out its scoring config); ``manifest_options``, a
-    # mapping of the manifest keys the suite reads beyond the common ones
-    # (``pytest_llmeval.inputs.manifest.COMMON_OPTIONS``) to the JSON Schema of each value (``{}``
-    # when the suite checks the value itself): a manifest key that neither names is an error.
-    # A suite without it is handed whatever keys its manifests hold.
+    def markdown_lines(self, artifacts: dict[str, Any]) -> list[str] | None:
+        """A section of ``summary.md`` for one of this suite's ``file_artifacts`` (When2Call's
+        headline and confusion matrix); ``None`` (the default) for no section."""
+        return None
+
+    def mask_output(self, text: str) -> str:
+        """The model's answer as results, junit and reports keep it (the integration suite
+        masks emails, phone numbers and keys); by default the answer as it is."""
+        return text
+
+    def shown_expect(self, case: EvalCase) -> dict[str, Any]:
+        """What results show as the case's expectation (the integration suite leaves out its
+        scoring config); by default the case's whole ``expect``."""
+        return case.expect
+
+    def score_names(self) -> tuple[frozenset[str], tuple[str, ...]] | None:
+        """The names the suite's ``mean_scores`` can hold and the prefixes of the rest, so a
+        gate on another name is told to be a typo; ``None`` (the default) when they are not
+        known in advance."""
+        return None
+
+
+class ProtocolSuite(SuiteBase):
+    """A suite that implements only the :class:`Suite` protocol, as a :class:`SuiteBase`: the
+    four members it must have are forwarded, and each optional member is the suite's own when
+    it defines one (found once, here, when it is registered), else the default."""
+
+    def __init__(self, suite: Suite):
+        self.suite = suite
+        """The suite as it was registered."""
+        self.name = suite.name
+        # the one place a suite's optional members are looked up by name: a protocol-only
+        # suite declares none of them; per wrapped suite, so set on the instance
+        self.section_model = getattr(suite, "section_model", SuiteSection)  # type: ignore[misc]
+        self.manifest_options = getattr(suite, "manifest_options", None)  # type: ignore[misc]
+        self._own: dict[str, Callable[..., Any]] = {
+            name: member
+            for name in _OPTIONAL_METHODS
+            if callable(member := getattr(suite, name, None))
+        }
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        return self.suite.claims(path, head)
+
+    def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
+        return self.suite.load(source, ctx)
+
+    def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
+        return self.suite.score(case, transcript, ctx)
+
+    def aggregate(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        return self.suite.aggregate(results)
+
+    def file_artifacts(
+        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
+    ) -> dict[str, Any]:
+        own = self._own.get("file_artifacts")
+        if own is None:
+            return super().file_artifacts(source, results, ctx, run_id)
+        return dict(own(source, results, ctx, run_id))
+
+    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
+        own = self._own.get("console_lines")
+        return list(own(artifacts)) if own is not None else super().console_lines(artifacts)
+
+    def markdown_lines(self, artifacts: dict[str, Any]) -> list[str] | None:
+        own = self._own.get("markdown_lines")
+        return list(own(artifacts)) if own is not None else super().markdown_lines(artifacts)
+
+    def mask_output(self, text: str) -> str:
+        own = self._own.get("mask_output")
+        return str(own(text)) if own is not None else super().mask_output(text)
+
+    def shown_expect(self, case: EvalCase) -> dict[str, Any]:
+        own = self._own.get("shown_expect")
+        return dict(own(case)) if own is not None else super().shown_expect(case)
+
+    def score_names(self) -> tuple[frozenset[str], tuple[str, ...]] | None:
+        own = self._own.get("score_names")
+        return own() if own is not None else super().score_names()
+
+
+_OPTIONAL_METHODS = (
+    "file_artifacts",
+    "console_lines",
+    "markdown_lines",
+    "mask_output",
+    "shown_expect",
+    "score_names",
+)
+"""The optional members of :class:`SuiteBase` that are methods."""
 
 
 class SuiteRegistry:
     """Suites by name, in the order they are asked to claim files."""
 
     def __init__(self) -> None:
-        self._suites: dict[str, Suite] = {}
+        self._suites: dict[str, SuiteBase] = {}
 
-    def register(self, suite: Suite) -> None:
-        self._suites[suite.name] = suite
+    def register(self, suite: Suite | SuiteBase) -> None:
+        """Add ``suite``; one that only implements the :class:`Suite` protocol is wrapped in a
+        :class:`ProtocolSuite`."""
+        held = suite if isinstance(suite, SuiteBase) else ProtocolSuite(suite)
+        self._suites[held.name] = held
 
     def names(self) -> list[str]:
         return list(self._suites)
 
-    def get(self, name: str) -> Suite | None:
+    def get(self, name: str) -> SuiteBase | None:
         return self._suites.get(name)
 
-    def claim(self, path: Path, head: bytes) -> Suite | None:
+    def claim(self, path: Path, head: bytes) -> SuiteBase | None:
         for suite in self._suites.values():
             if suite.claims(path, head):
                 return suite

@@ -43,6 +43,7 @@ from pytest_llmeval.scoring import gaia
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
+    SuiteBase,
     SuiteContext,
     base_totals,
     row_fingerprint,
@@ -79,7 +80,7 @@ class GaiaSection(SuiteSection):
     unleveled: Accuracy
 
 
-class GaiaSuite:
+class GaiaSuite(SuiteBase):
     """GAIA validation/test splits, through a manifest only."""
 
     name = "gaia"

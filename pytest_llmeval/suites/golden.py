@@ -32,6 +32,7 @@ from pytest_llmeval.scoring import text
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
+    SuiteBase,
     SuiteContext,
     base_totals,
     fallback_case_id,
@@ -93,7 +94,7 @@ class GoldenSection(SuiteSection):
     mean_scores: dict[str, Number]
 
 
-class GoldenSuite:
+class GoldenSuite(SuiteBase):
     """Golden datasets (seed 002)."""
 
     @staticmethod
@@ -296,14 +297,6 @@ class GoldenSuite:
                 for name, values in sorted(metrics.items())
             },
         }
-
-    def file_artifacts(
-        self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
-    ) -> dict[str, Any]:
-        return {}
-
-    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return []
 
 
 def _golden_shaped(row: dict[str, Any]) -> bool:

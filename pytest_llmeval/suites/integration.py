@@ -50,6 +50,7 @@ from pytest_llmeval.scoring.integration import (
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
+    SuiteBase,
     SuiteContext,
     fallback_case_id,
     row_fingerprint,
@@ -79,7 +80,7 @@ OPTIONS = ("item_pass", "integration_span_cap", "mode")
 REPORT_VERSION = "1.0.0"
 
 
-class IntegrationSuite:
+class IntegrationSuite(SuiteBase):
     """Tool-integration datasets with a ``__header__`` line."""
 
     name = "integration"

@@ -26,6 +26,7 @@ from pytest_llmeval.scoring import toolforge as tf
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
+    SuiteBase,
     SuiteContext,
     base_totals,
     fallback_case_id,
@@ -58,7 +59,7 @@ class ToolForgeSection(SuiteSection):
     assertions_skipped: int
 
 
-class ToolForgeSuite:
+class ToolForgeSuite(SuiteBase):
     """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
 
     name = "toolforge"

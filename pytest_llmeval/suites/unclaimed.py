@@ -15,12 +15,12 @@ from typing import Any
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.inputs.loading import Record, iter_jsonl, read_json_document
-from pytest_llmeval.suites.base import CaseSource, Suite
+from pytest_llmeval.suites.base import CaseSource, SuiteBase
 
 __all__ = ["EMPTY_SUITE", "why_unclaimed"]
 
 
-class _EmptySuite:
+class _EmptySuite(SuiteBase):
     """An empty file has no cases; that is not an error."""
 
     name = "empty"
@@ -37,14 +37,8 @@ class _EmptySuite:
     def aggregate(self, results: Any) -> dict[str, Any]:
         return {}
 
-    def file_artifacts(self, source: Any, results: Any, ctx: Any, run_id: str) -> dict[str, Any]:
-        return {}
 
-    def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
-        return []
-
-
-EMPTY_SUITE: Suite = _EmptySuite()
+EMPTY_SUITE: SuiteBase = _EmptySuite()
 
 
 def why_unclaimed(path: Path, display: str) -> tuple[bool, CaseFileError | None]:

@@ -60,7 +60,13 @@ from pytest_llmeval.core.models import (
 from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.scoring.classification import argmax_first
 from pytest_llmeval.scoring.judge_verdict import agreement as judge_agreement
-from pytest_llmeval.suites.base import CaseSource, LoadItem, SuiteContext, row_fingerprint
+from pytest_llmeval.suites.base import (
+    CaseSource,
+    LoadItem,
+    SuiteBase,
+    SuiteContext,
+    row_fingerprint,
+)
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
 from pytest_llmeval.suites.when2call_metrics import (
@@ -143,7 +149,7 @@ def _option_error(source: CaseSource, key: str, message: str) -> CaseFileError:
     return CaseFileError(source.display, None, message, field=f"manifest option {key}")
 
 
-class When2CallSuite:
+class When2CallSuite(SuiteBase):
     """NVIDIA When2Call test files (``when2call_test_llm_judge.jsonl``, ``..._mcq.jsonl``)."""
 
     name = "when2call"

@@ -72,15 +72,21 @@ def test_summarize_keeps_the_baseline_and_the_suites_own_gates(pytester: pytest.
 def test_summary_md_is_inert_for_hostile_case_text() -> None:
     from pytest_llmeval.core.models import CaseResult
     from pytest_llmeval.report.console import summary_markdown
+    from pytest_llmeval.rundir.models import Report
 
     totals = {"total": 1, "passed": 0, "failed": 1, "errors": 0, "skipped": 0, "pass_rate": 0.0}
     hostile = "x|y\n# Owned\n![i](http://e/i.png) [link](http://e) <img src=x onerror=alert(1)> `c`"
-    report = {
-        "suites": {"golden": {**totals, "categories": {"a|b<script>": totals}}},
-        "totals": totals,
-        "runner_fingerprint": "r`r",
-        "dataset_sha256": "d",
-    }
+    report = Report.model_validate(
+        {
+            "plugin_version": "x",
+            "suites": {"golden": {**totals, "categories": {"a|b<script>": totals}}},
+            "totals": totals,
+            "runner_fingerprint": "r`r",
+            "dataset_sha256": "d",
+            "datasets": {},
+            "runners": {},
+        }
+    )
     result = CaseResult(case_id="c", suite="golden", file="f.json", line=1,
                         nodeid="f.json::c|`</td>[x](y)", outcome="failed", passed=False,
                         error=hostile)  # fmt: skip

@@ -30,7 +30,7 @@ from pytest_llmeval.report import console
 from pytest_llmeval.report.gates import gates_section, make_gate, parse_gate, parse_gate_spec
 from pytest_llmeval.report.html.gate_rows import gates as html_gates
 from pytest_llmeval.report.verdict import Verdict
-from pytest_llmeval.rundir.models import GateResult, GateStatus
+from pytest_llmeval.rundir.models import GateResult, GateStatus, Report
 from tests.conftest import answering_runner, down_runner, read_jsonl, write_json, write_jsonl
 from tests.engine.test_judge import JUDGE_CONFTEST, RUBRIC
 from tests.suites.test_integration import FIXTURES, ITEMS, MODEL_CONFTEST, SCRIPTS, TOOLS
@@ -759,7 +759,8 @@ def test_every_status_reads_as_itself_everywhere() -> None:
     ]
     totals = {"total": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "pass_rate": None}
     body = {"suites": {}, "totals": totals, "dataset_sha256": "x", "gates": section}
-    markdown = console.summary_markdown(body, [])
+    header = {"plugin_version": "x", "datasets": {}, "runners": {}, "runner_fingerprint": None}
+    markdown = console.summary_markdown(Report.model_validate({**header, **body}), [])
     table = markdown.split("## Gates")[1].split("\n\n")[1].splitlines()[2:]
     assert [row.split(" | ")[1] for row in table] == [
         "passed", "**failed**", "partial", "inconclusive", "warn", "n/a"

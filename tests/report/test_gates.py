@@ -12,17 +12,16 @@ import pytest
 
 from pytest_llmeval.core.errors import ConfigError, FingerprintMismatch, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
-from pytest_llmeval.report.baseline import (
+from pytest_llmeval.report.baseline.compare import diff, mcnemar_exact_p
+from pytest_llmeval.report.baseline.file import (
     BASELINE_VERSION,
     Baseline,
     BaselineCase,
     BaselineError,
-    diff,
-    diff_markdown,
     load_baseline,
-    mcnemar_exact_p,
     write_baseline,
 )
+from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.gates import (
     evaluate_gates,
     flatten_metrics,
@@ -31,6 +30,7 @@ from pytest_llmeval.report.gates import (
     parse_gate,
     parse_gate_spec,
 )
+from pytest_llmeval.rundir.comparison import BaselineDiff
 
 RUNNER = "f" * 64
 DATASET = "d" * 64
@@ -109,8 +109,15 @@ def baseline_of(results: list[CaseResult], report: dict[str, Any] | None = None)
         source="base.json",
         run_id="run-1",
         report=report or sample_report(),
-        results=[BaselineCase.model_validate(r.model_dump()) for r in results],
+        results=[BaselineCase.of(r) for r in results],
     )
+
+
+def diff_of(
+    report: dict[str, Any], results: list[CaseResult], baseline: Baseline, **options: Any
+) -> BaselineDiff:
+    """The diff of this run's results, made baseline cases at the edge as the session does."""
+    return diff(report, [BaselineCase.of(r) for r in results], baseline, **options)
 
 
 # -- parse_gate ------------------------------------------------------------------------------
@@ -383,7 +390,7 @@ def write_run_dir(path: Path, report: dict[str, Any], results: list[CaseResult])
 def test_round_trip_baseline_file(tmp_path: Path) -> None:
     results = [case("b", "failed"), case("a"), case("c", "error")]
     target = tmp_path / "baseline.json"
-    write_baseline(target, sample_report(), results, run_id="run-3")
+    write_baseline(target, sample_report(), map(BaselineCase.of, results), run_id="run-3")
     body = json.loads(target.read_text())
     assert body["baseline_version"] == BASELINE_VERSION
     assert [r["nodeid"] for r in body["results"]] == sorted(r.nodeid for r in results)
@@ -492,7 +499,7 @@ def test_diff_flip_table() -> None:
         case("both-skipped", "skipped"),
         case("moved", "failed", nodeid="evals/new.llmeval.yaml::moved"),
     ]
-    result = diff(sample_report(), after, baseline_of(before))
+    result = diff_of(sample_report(), after, baseline_of(before))
     f = "evals/a.golden.json::"
     assert result.flips == {
         "pass->fail": [f + "regress", f + "to-error", "evals/new.llmeval.yaml::moved"],
@@ -517,7 +524,7 @@ def test_diff_flip_table() -> None:
 
 
 def test_diff_improvement_only_is_not_a_regression() -> None:
-    result = diff(
+    result = diff_of(
         sample_report(), [case("a"), case("b")], baseline_of([case("a"), case("b", "failed")])
     )
     assert result.flips["fail->pass"] == ["evals/a.golden.json::b"]
@@ -535,14 +542,16 @@ def test_fallback_alignment_is_unambiguous_only() -> None:
         case("x", "failed", nodeid="evals/m3.llmeval.yaml::x", file="evals/data.json"),
         case("x", "failed", nodeid="evals/m4.llmeval.yaml::x", file="evals/data.json"),
     ]
-    result = diff(sample_report(), after, baseline_of(before))
+    result = diff_of(sample_report(), after, baseline_of(before))
     assert result.flips["new"] == ["evals/m3.llmeval.yaml::x", "evals/m4.llmeval.yaml::x"]
     assert result.flips["removed"] == ["evals/m1.llmeval.yaml::x", "evals/m2.llmeval.yaml::x"]
     assert not result.regressed
 
 
 def test_unknown_case_fingerprint_is_not_a_change() -> None:
-    result = diff(sample_report(), [case("a", "failed", fingerprint="")], baseline_of([case("a")]))
+    result = diff_of(
+        sample_report(), [case("a", "failed", fingerprint="")], baseline_of([case("a")])
+    )
     assert result.flips["pass->fail"] == ["evals/a.golden.json::a"]
     assert result.flips["changed"] == []
 
@@ -555,7 +564,7 @@ def test_metric_deltas() -> None:
     new["suites"]["golden"]["mean_scores"]["bleu"] = 0.4  # only in the current run
     new["totals"]["pass_rate"] = 0.85
     del new["suites"]["toolforge"]
-    result = diff(new, [], baseline_of([], report=old))
+    result = diff_of(new, [], baseline_of([], report=old))
     golden = result.metric_deltas["golden"]
     assert golden["pass_rate"].model_dump() == {"baseline": 0.9, "current": 0.8, "delta": -0.1}
     assert golden["passed"].delta == -1 and isinstance(golden["passed"].delta, int)
@@ -578,7 +587,7 @@ def gate_report(**values: float) -> dict[str, Any]:
 def test_gate_changes_and_gate_regression() -> None:
     old = gate_report()
     new = gate_report(pass_rate=0.8)
-    result = diff(new, [case("a")], baseline_of([case("a")], report=old))
+    result = diff_of(new, [case("a")], baseline_of([case("a")], report=old))
     assert result.flips["pass->fail"] == []
     assert result.regressed
     by_name = {g.name: g for g in result.gate_changes}
@@ -588,8 +597,8 @@ def test_gate_changes_and_gate_regression() -> None:
     assert (change.baseline_value, change.current_value, change.delta) == (0.9, 0.8, -0.1)
     assert by_name["golden.failed==1"].current_passed
     # A gate that was already failing is no new regression; gates only on one side are ignored.
-    assert not diff(new, [], baseline_of([], report=new)).regressed
-    assert diff(new, [], baseline_of([], report=sample_report())).gate_changes == []
+    assert not diff_of(new, [], baseline_of([], report=new)).regressed
+    assert diff_of(new, [], baseline_of([], report=sample_report())).gate_changes == []
 
 
 # -- McNemar ---------------------------------------------------------------------------------
@@ -613,7 +622,7 @@ def test_mcnemar_hand_computed() -> None:
 def test_mcnemar_in_diff() -> None:
     before = [case(f"r{i}") for i in range(10)] + [case(f"i{i}", "failed") for i in range(2)]
     after = [case(f"r{i}", "failed") for i in range(10)] + [case(f"i{i}") for i in range(2)]
-    result = diff(sample_report(), after, baseline_of(before))
+    result = diff_of(sample_report(), after, baseline_of(before))
     assert (result.pass_to_fail, result.fail_to_pass) == (10, 2)
     assert result.mcnemar_p == 79 / 2048
 
@@ -625,7 +634,7 @@ def test_fingerprint_mismatch_refused() -> None:
     # The runner and the scorers (the plugin's version) judge every case: a change refuses.
     current = sample_report(runner_fingerprint="a" * 64, plugin_version="9.9.9")
     with pytest.raises(FingerprintMismatch) as info:
-        diff(
+        diff_of(
             current,
             [case("a")],
             baseline_of([case("a")], report=sample_report(plugin_version="0.1.0")),
@@ -644,7 +653,7 @@ def test_fingerprint_mismatch_refused() -> None:
 
 def test_only_the_differing_fingerprint_is_named() -> None:
     with pytest.raises(FingerprintMismatch) as info:
-        diff(sample_report(runner_fingerprint=None), [], baseline_of([]))
+        diff_of(sample_report(runner_fingerprint=None), [], baseline_of([]))
     assert "runner_fingerprint ffffffffffff (baseline) vs none (this run)" in str(info.value)
     assert "dataset_sha256" not in str(info.value)
     assert "plugin_version" not in str(info.value)
@@ -652,7 +661,7 @@ def test_only_the_differing_fingerprint_is_named() -> None:
 
 def test_a_changed_data_set_is_compared_case_by_case() -> None:
     current = sample_report(dataset_sha256="b" * 64, fixtures_sha256="c" * 64)
-    result = diff(current, [case("a", "failed")], baseline_of([case("a")]))
+    result = diff_of(current, [case("a", "failed")], baseline_of([case("a")]))
     assert result.fingerprint_mismatches == {}
     assert result.flips["pass->fail"] == ["evals/a.golden.json::a"]
     assert result.case_changes is not None
@@ -666,17 +675,17 @@ def test_a_case_that_ran_under_another_runner_is_a_mismatch() -> None:
     no_single = {"runner_fingerprint": None}
     base = baseline_of([case("a"), case("b")], report=sample_report(**no_single))
     with pytest.raises(FingerprintMismatch) as info:
-        diff(sample_report(**no_single), [other, case("b")], base)
+        diff_of(sample_report(**no_single), [other, case("b")], base)
     assert "case_runner_fingerprint ffffffffffff (baseline) vs eeeeeeeeeeee" in str(info.value)
     # an edited case may well have a new runner setting: it is not compared, so no mismatch
     edited = other.model_copy(update={"case_fingerprint": "fp-new"})
-    result = diff(sample_report(**no_single), [edited, case("b")], base)
+    result = diff_of(sample_report(**no_single), [edited, case("b")], base)
     assert result.flips["changed"] == ["evals/a.golden.json::a"]
 
 
 def test_allow_mismatch() -> None:
     current = sample_report(runner_fingerprint="b" * 64)
-    result = diff(current, [case("a", "failed")], baseline_of([case("a")]), allow_mismatch=True)
+    result = diff_of(current, [case("a", "failed")], baseline_of([case("a")]), allow_mismatch=True)
     assert list(result.fingerprint_mismatches) == ["runner_fingerprint"]
     assert result.fingerprint_mismatches["runner_fingerprint"].current == "b" * 64
     assert result.regressed
@@ -693,7 +702,7 @@ def test_markdown() -> None:
     after += [case("fixed"), case("added")]
     new_report = sample_report()
     new_report["suites"]["golden"]["pass_rate"] = 0.5
-    result = diff(new_report, after, baseline_of(before))
+    result = diff_of(new_report, after, baseline_of(before))
     text = diff_markdown(result)
     assert text == diff_markdown(result)  # stable
     assert text.startswith("## Baseline comparison\n")
@@ -715,7 +724,7 @@ def test_markdown() -> None:
 
 
 def test_markdown_quiet_run() -> None:
-    result = diff(sample_report(), [case("a")], baseline_of([case("a")]))
+    result = diff_of(sample_report(), [case("a")], baseline_of([case("a")]))
     text = diff_markdown(result)
     assert "**No regressions**" in text
     assert "Exact McNemar p = 1 (b = 0 pass->fail, c = 0 fail->pass)." in text
@@ -732,7 +741,7 @@ def test_markdown_escapes_ids_and_lists_the_case_set() -> None:
     current["suites"]["golden"]["categories"]["a|b"] = {"total": 1, "pass_rate": 0.5}
     base = sample_report()
     base["suites"]["golden"]["categories"]["a|b"] = {"total": 1, "pass_rate": 1.0}
-    text = diff_markdown(diff(current, after, baseline_of(before, report=base)))
+    text = diff_markdown(diff_of(current, after, baseline_of(before, report=base)))
     assert "- ``evals/a.golden.json::x`](http://evil) # heading`` (passed → failed)" in text
     assert "\n# heading" not in text
     assert "| golden | categories.a\\|b.pass_rate | 1 | 0.5 | -0.5 |" in text
@@ -748,7 +757,7 @@ def test_unchanged_metric_deltas() -> None:
     before = [case("a"), case("b"), case("c", "failed"), case("edited"), case("gone")]
     after = [case("a"), case("b", "failed"), case("c"), case("edited", "failed", fingerprint="e")]
     after.append(case("toolish", suite="toolforge"))
-    result = diff(sample_report(), after, baseline_of(before))
+    result = diff_of(sample_report(), after, baseline_of(before))
     assert list(result.unchanged_metric_deltas) == ["*", "golden"]
     golden = result.unchanged_metric_deltas["golden"]
     assert golden["pass_rate"].model_dump() == {

@@ -22,6 +22,7 @@ from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
 from pytest_llmeval.report.html.latency import latency
+from pytest_llmeval.rundir.models import Interrupted
 from pytest_llmeval.suites.base import base_totals
 
 if TYPE_CHECKING:
@@ -198,4 +199,4 @@ def _interrupted(body: Any) -> str | None:
     """The page's line for a run cut short (``report.json`` ``interrupted``), else ``None``."""
     if not isinstance(body, dict) or not {"reason", "cases_run", "cases_total"} <= set(body):
         return None
-    return interrupted_line(body)
+    return interrupted_line(Interrupted.model_validate(body))

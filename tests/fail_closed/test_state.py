@@ -200,10 +200,26 @@ def test_resuming_a_finished_run_rebuilds_its_reports_and_exits_as_it_did(
 # -- one session owns a run dir --------------------------------------------------------------
 
 SLOW_CONFTEST = """
+import asyncio, pathlib, time
 from pytest_llmeval.testing.scripted import ScriptedModel
 
+class Held(ScriptedModel):
+    # the first answer at once (the session then holds its run dir); the others once the test
+    # has written "release", so a loaded machine cannot let the session end before the test
+    # has tried a second one (at most two minutes)
+    answered = 0
+
+    async def generate(self, request):
+        Held.answered += 1
+        deadline = time.monotonic() + 120
+        while Held.answered > 1 and not pathlib.Path("release").exists():
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.02)
+        return await super().generate(request)
+
 def pytest_llmeval_register_runners(registry):
-    registry.register("slow", lambda s: ScriptedModel(delay_s=0.2))
+    registry.register("slow", lambda s: Held())
 """
 
 
@@ -263,6 +279,7 @@ def test_a_second_session_on_a_run_dir_in_use_stops_and_touches_nothing(
         assert not (run_dir / "report.json").exists()
         assert first.poll() is None, "the checks must have run while the first session ran"
     finally:
+        (pytester.path / "release").touch()
         assert first.wait(timeout=60) == 0
     assert len(_outcomes(run_dir)) == 40
 
@@ -527,6 +544,7 @@ def test_under_xdist_the_controller_claims_a_new_run_dir_before_any_worker(
         assert "is in use by another pytest session" in second.stderr
         assert first.poll() is None, "the check must have run while the first session ran"
     finally:
+        (pytester.path / "release").touch()
         assert first.wait(timeout=60) == 0
     assert len(_outcomes(run_dir)) == 40
     assert sorted(p.parent.name for p in (run_dir / "journal").rglob("*.jsonl")) == ["001"] * 2

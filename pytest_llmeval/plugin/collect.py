@@ -20,7 +20,7 @@ from pytest_llmeval.core.finite import non_finite_scores
 from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.core.repeats import score_repeats
 from pytest_llmeval.inputs.loading import lone_surrogate
-from pytest_llmeval.inputs.manifest import read_manifest
+from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
 from pytest_llmeval.plugin.compat import (
     fixture_info,
     item_request,
@@ -69,11 +69,20 @@ class EvalFile(pytest.File):
         self.state = state
         self.suite_name = "unknown"
         self.data_display = display_path(self.path, state.settings.rootdir)
+        self.manifest_name = self.data_display if self.path.name.endswith(SUFFIX) else None
+        """This file's name (relative to the rootdir) when it is a manifest: its key in the
+        session's :class:`~pytest_llmeval.inputs.manifest.ManifestIndex`, readable or not."""
+        self.manifest: Manifest | None = None
+        """The manifest the cases were collected through, once read (``None`` for a data file
+        collected on its own, or a manifest that cannot be read)."""
         self.fixture_values: _FixtureValues | None = None
         """What the last item's fixtures resolved to, when every one is session-scoped."""
-        self.misses = "fail"
+
+    @property
+    def misses(self) -> str:
         """The manifest's ``misses``: ``fail`` (a missed case fails) or ``xfail`` (it is an
         expected failure, pytest's ``x``: a benchmark's cases inform, its gates decide)."""
+        return self.manifest.misses if self.manifest is not None else "fail"
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
@@ -140,8 +149,8 @@ class EvalFile(pytest.File):
 
     def _resolve(self) -> tuple[Suite, CaseSource]:
         rootdir = self.state.settings.rootdir
-        if self.path.name.endswith(".llmeval.yaml"):
-            return self._from_manifest(rootdir)
+        if self.manifest_name is not None:
+            return self._from_manifest()
         display = display_path(self.path, rootdir)
         try:
             with self.path.open("rb") as handle:
@@ -168,8 +177,9 @@ class EvalFile(pytest.File):
             )
         return suite, source
 
-    def _from_manifest(self, rootdir: Path) -> tuple[Suite, CaseSource]:
-        manifest = read_manifest(self.path, display_path(self.path, rootdir))
+    def _from_manifest(self) -> tuple[Suite, CaseSource]:
+        index = self.state.manifests
+        manifest = index.read(self.path)  # read once this session, with the targets
         suite = self.state.suites.get(manifest.suite)
         if suite is None:
             raise CaseFileError(
@@ -180,15 +190,11 @@ class EvalFile(pytest.File):
                 field="suite",
             )
         manifest.check_options(suite.name, getattr(suite, "manifest_options", None))
-        data = manifest.data_path()
-        if manifest.repeats is not None:
-            self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
-        self.state.file_options[display_path(data, rootdir)] = dict(manifest.options)
-        self.misses = manifest.misses
-        source = CaseSource(
-            path=data, display=display_path(data, rootdir), options=dict(manifest.options)
-        )
-        return suite, source
+        path = manifest.data_path()
+        data = index.display(path)
+        index.collected(manifest, data)
+        self.manifest = manifest
+        return suite, CaseSource(path=path, display=data, options=dict(manifest.options))
 
 
 @functools.cache

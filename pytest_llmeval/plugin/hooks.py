@@ -11,7 +11,6 @@ import pytest
 
 from pytest_llmeval.config import settings
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.inputs.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
@@ -54,7 +53,6 @@ def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
-    clear_targets()  # a session (an in-process pytester run too) reads the manifests afresh
     suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
@@ -194,7 +192,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
         return None
     if state.is_support_file(file_path):
         return None  # tool fixtures and cassettes are inputs, not cases
-    if is_manifest_target(file_path, state.settings.rootdir):
+    if state.manifests.is_target(file_path):
         return None  # a manifest beside it (or in a folder above) collects this data file
     return EvalFile.from_parent(parent, path=file_path, state=state)
 

@@ -16,6 +16,7 @@ import pytest
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import fixture_closure
 from pytest_llmeval.tools.broker import ToolBroker
@@ -29,12 +30,18 @@ __all__ = ["RunAhead"]
 class RunAhead:
     """The process's run order and its look-ahead into the dispatcher."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, dispatcher: Dispatcher):
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        dispatcher: Dispatcher,
+        manifests: ManifestIndex,
+    ):
         self.config = config
         self.settings = settings
         self.dispatcher = dispatcher
-        self.file_repeats: dict[str, int] = {}
-        """Runs per case set by a manifest, by data file (display path)."""
+        self.manifests = manifests
+        """The manifests the cases were collected through (their ``repeats``)."""
         self._order: list[EvalItem] = []
         dispatcher.repeats_for = self.repeats_for
 
@@ -44,7 +51,10 @@ class RunAhead:
         own = case.metadata.get("repeats")
         if isinstance(own, int) and not isinstance(own, bool) and own >= 1:
             return own
-        return self.file_repeats.get(case.file, self.settings.repeats)
+        manifest = self.manifests.for_data(case.file)
+        if manifest is not None and manifest.repeats is not None:
+            return manifest.repeats
+        return self.settings.repeats
 
     def plan(
         self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[EvalItem]]

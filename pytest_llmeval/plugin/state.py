@@ -16,7 +16,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -36,6 +36,7 @@ from pytest_llmeval.core.redact import (
     urls_in,
 )
 from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.inputs.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
@@ -48,9 +49,6 @@ from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
-
-if TYPE_CHECKING:
-    pass
 
 state_key = pytest.StashKey["LLMEvalState"]()
 RUN_DIR_KEY = "llmeval_run_dir"
@@ -112,8 +110,9 @@ class LLMEvalState:
         # a fresh session in a run dir used before starts it afresh: never mixed with the last
         fresh = not settings.resume and self.attempt > 1
         self.journal = Journal(self.run_dir, self.attempt, worker, fresh=fresh)
-        self.file_options: dict[str, dict[str, Any]] = {}
-        """A manifest's options by the data file it names (rootdir-relative)."""
+        self.manifests = ManifestIndex(settings.rootdir)
+        """Every manifest this process reads, each once: collection, preflight and the verdict
+        ask it."""
         self._scoring: dict[str, str] = {}
         self.journal.scoring = self.scoring_of
         self.secrets = session_secrets(settings, config.invocation_params.args)
@@ -125,7 +124,7 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=workspaces
         )
-        self.runahead = RunAhead(config, settings, self.dispatcher)
+        self.runahead = RunAhead(config, settings, self.dispatcher, self.manifests)
         self.results = ResultBuilder(suites, self.redactor, self.journal)
         # the session-wide backend limits; their limiter is handed to every RunnerRegistry
         self.limits = SessionLimits(
@@ -148,7 +147,9 @@ class LLMEvalState:
         (repeats, repeat rule, judge, embedder, integration mode, max turns)."""
         found = self._scoring.get(file)
         if found is None:
-            options = {k: v for k, v in self.file_options.get(file, {}).items() if k != "gates"}
+            manifest = self.manifests.for_data(file)
+            written = manifest.options if manifest is not None else {}
+            options = {k: v for k, v in written.items() if k != "gates"}
             found = self._scoring[file] = scoring_fingerprint(self.settings, options)
         return found
 

@@ -22,6 +22,7 @@ from pytest_llmeval.core.repeats import score_repeats
 from pytest_llmeval.inputs.loading import lone_surrogate
 from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
 from pytest_llmeval.plugin.compat import (
+    fixture_closure,
     fixture_info,
     item_request,
     resolved_fixture_defs,
@@ -37,6 +38,7 @@ from pytest_llmeval.suites.base import (
 )
 from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
+from pytest_llmeval.tools.broker import ToolBroker
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -340,14 +342,34 @@ class EvalItem(pytest.Function):
         if not self._reuse_fixture_values():
             super().setup()
             self.eval_file.fixture_values = _FixtureValues.of(self)
-        self.state.check_runner(self, self.funcargs.get("llmeval_agent"))  # resume: same runner
-        self.transcript = self.state.runahead.transcript_for(self)
+        agent = self.funcargs["llmeval_agent"]
+        self.state.check_runner(self, agent)  # resume: same runner
+        broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
+        self.transcript = self.state.runahead.transcript_for(self, agent, broker)
         if self.transcript.error is not None:
             kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind
             raise RunnerError(_fault_message(self.transcript), kind=kind)
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
+
+    def session_fixtures(self) -> tuple[object, ...]:
+        """The fixtures answering ``llmeval_agent`` and ``llmeval_broker``, when both are
+        session-scoped; else a value equal to no other item's (no run-ahead with them)."""
+        names = fixture_closure(self)
+        defs = []
+        for name in ("llmeval_agent", "llmeval_broker"):
+            chain = names.get(name) or ()
+            last = chain[-1] if chain else None
+            if last is None or last.scope != "session":
+                return (object(),)  # never equal: no run-ahead for non-session fixtures
+            defs.append(last)
+        return tuple(defs)
+
+    @property
+    def agent(self) -> Any:
+        """The ``llmeval_agent`` the case ran with, once set up (``None`` before)."""
+        return self.funcargs.get("llmeval_agent")
 
     def _reuse_fixture_values(self) -> bool:
         """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
@@ -439,6 +461,18 @@ class EvalItem(pytest.Function):
         if isinstance(exc, LLMEvalError):
             return f"{where}: {type(exc).__name__}: {exc}"
         return None
+
+
+def case_fingerprint(item: pytest.Item) -> str | None:
+    """An eval item's case fingerprint, for a resume to compare (the case is built from its row
+    only for this: released again, it is built anew when it runs); ``None`` for a broken row
+    or another kind of item."""
+    if not isinstance(item, EvalItem):
+        return None
+    case = item.case
+    fingerprint = case.fingerprint if case is not None else None
+    item.release()
+    return fingerprint or None
 
 
 class _FixtureValues:

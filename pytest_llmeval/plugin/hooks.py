@@ -14,7 +14,7 @@ from pytest_llmeval.engine.agent import default_agent
 from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
-from pytest_llmeval.plugin.collect import EvalFile, EvalItem
+from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
@@ -207,7 +207,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-    config.stash[state_key].skip_finished(config, items)
+    config.stash[state_key].skip_finished(config, items, case_fingerprint)
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 
@@ -295,7 +295,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state.refusal is not None:
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
-        state.results.attach(item, call, report)
+        state.results.attach(item, item.agent, call, report)
         case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
         stopped = state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail

@@ -204,12 +204,18 @@ class LLMEvalState:
         workerinput[ATTEMPT_KEY] = self.attempt
         self.limits.hand_to_worker(workerinput)
 
-    def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def skip_finished(
+        self,
+        config: pytest.Config,
+        items: list[pytest.Item],
+        case_fingerprint: Callable[[pytest.Item], str | None],
+    ) -> None:
         """When resuming, deselect the cases whose final result can be reused: same node id
         and same case fingerprint (the data row, expectations included). A changed case runs
         again and the terminal says how many did. A run dir from another dataset (no case in
         common, or every one changed) is a usage error unless
-        ``--llmeval-resume-allow-mismatch``."""
+        ``--llmeval-resume-allow-mismatch``. ``case_fingerprint`` reads an item's case
+        fingerprint (``None`` for another kind of item, or a broken row)."""
         if self.rescore and not hasattr(config, "workerinput"):
             self.resume_notes.append(
                 f"{len(self.rescore)} cases were judged by other scorers than pytest-llmeval "
@@ -224,7 +230,7 @@ class LLMEvalState:
             entry = self.finished.get(item.nodeid)
             if entry is None:
                 continue
-            same_row = _case_fingerprint(item) == entry[0].case_fingerprint
+            same_row = case_fingerprint(item) == entry[0].case_fingerprint
             same_scoring = self.scorings.get(item.nodeid) == self.scoring_of(entry[0].file)
             if same_row and same_scoring:
                 reused.append(item)
@@ -379,17 +385,6 @@ def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
     for folder in created:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only if empty: nothing of anyone else's goes
-
-
-def _case_fingerprint(item: pytest.Item) -> str | None:
-    """An eval item's case fingerprint (its case is built from its row only here, on resume);
-    ``None`` for a broken row or another kind of item."""
-    case = getattr(item, "case", None)
-    fingerprint = getattr(case, "fingerprint", None)
-    release = getattr(item, "release", None)
-    if callable(release):
-        release()  # the case is built again when it runs
-    return fingerprint if isinstance(fingerprint, str) and fingerprint else None
 
 
 def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:

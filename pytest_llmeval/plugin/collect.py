@@ -7,8 +7,6 @@ the field and what was expected.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -46,14 +44,7 @@ if TYPE_CHECKING:
     from pytest_llmeval.plugin.compat import TerminalRepr
     from pytest_llmeval.plugin.state import LLMEvalState
 
-_MARKER_CHARS = re.compile(r"\W+")
 HEAD_BYTES = 65536
-
-
-@functools.lru_cache(maxsize=1024)
-def marker_name(text: str) -> str:
-    """A ``-m`` friendly marker name: non-word characters become ``_``."""
-    return _MARKER_CHARS.sub("_", text).strip("_") or "_"
 
 
 def display_path(path: Path, rootdir: Path) -> str:
@@ -199,13 +190,6 @@ class EvalFile(pytest.File):
         return suite, CaseSource(path=path, display=data, options=dict(manifest.options))
 
 
-@functools.cache
-def _mark(name: str) -> pytest.MarkDecorator:
-    """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
-    the name up and build a new Mark for every case."""
-    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
-
-
 def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
     """A suite's records; a CaseFileError the suite raises instead of yielding (a bad option
     found while loading) ends the file as one more error item, not as a collection error."""
@@ -279,22 +263,17 @@ class EvalItem(pytest.Function):
         self.result: CaseResult | None = None
         known = case or pending or problem
         self.line = (known.line if known else None) or 1
-        self._mark("llmeval")
+        known_marks = self.state.marks
+        self.add_marker(known_marks.shared("llmeval"))
         self.category = case.category if case else pending.category if pending else None
         """The case's category, known before the case is built (and if it cannot be)."""
         if case or pending:
             marks = case.marks if case else pending.marks if pending else ()
-            self._add_marker(marker_name(self.eval_file.suite_name))
+            self.add_marker(known_marks.registered(known_marks.name(self.eval_file.suite_name)))
             for name in (self.category, *marks):
                 if name:  # a category named like a suite must not select it (-m golden)
-                    self._add_marker(self.state.category_marker(marker_name(name)))
-
-    def _add_marker(self, marker: str) -> None:
-        self.state.register_marker(marker)  # before the mark is first looked up
-        self._mark(marker)
-
-    def _mark(self, name: str) -> None:
-        self.add_marker(_mark(name))  # one shared, immutable mark per name
+                    marker = known_marks.category(known_marks.name(name))
+                    self.add_marker(known_marks.registered(marker))
 
     @property
     def case(self) -> EvalCase | None:

@@ -42,6 +42,7 @@ from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
+from pytest_llmeval.plugin.marks import CaseMarks
 from pytest_llmeval.plugin.results import ResultBuilder
 from pytest_llmeval.plugin.services import Services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
@@ -69,7 +70,8 @@ class LLMEvalState:
         self.config = config
         self.settings = settings
         self.suites = suites
-        self._markers: set[str] = set()
+        self.marks = CaseMarks(config, suites)
+        """The eval items' marker names and shared marks."""
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and RUN_DIR_KEY in workerinput:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
@@ -340,24 +342,6 @@ class LLMEvalState:
             for folder in (self.settings.fixtures, self.settings.cassettes)
         )
 
-    def register_marker(self, name: str) -> None:
-        if name not in self._markers:
-            self._markers.add(name)
-            self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
-
-    @functools.cached_property
-    def suite_markers(self) -> frozenset[str]:
-        """Marker names a case's category or own mark must not take: those that select a
-        whole suite (``-m golden``), ``llmeval`` (every case), and pytest's own, which act on
-        the item (a category ``skip`` or ``xfail`` would hide a failing case). Such a
-        category is marked ``category_<name>``."""
-        return frozenset(["llmeval", *self.suites.names(), *PYTEST_MARKERS])
-
-    def category_marker(self, name: str) -> str:
-        """The marker for a case's category or own mark ``name`` (already a marker name): the
-        name itself, unless a suite (or ``llmeval``) owns it."""
-        return f"category_{name}" if name in self.suite_markers else name
-
 
 def _check_targets(settings: Settings) -> None:
     """A resume path must be a run dir; an exact run dir must be the plugin's to write."""
@@ -447,10 +431,6 @@ def _check_rootdir(config: pytest.Config) -> None:
                 f"or ini file to {config.rootpath} (from {moved}), which renames every case "
                 f"and can drop the project's settings and gates; write {arg}={value}"
             )
-
-
-PYTEST_MARKERS = ("filterwarnings", "parametrize", "skip", "skipif", "usefixtures", "xfail")
-"""pytest's built-in marks, which change how an item runs."""
 
 
 def secret_env_names(settings: Settings) -> list[str]:

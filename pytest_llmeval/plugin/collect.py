@@ -19,13 +19,11 @@ from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcri
 from pytest_llmeval.core.repeats import score_repeats
 from pytest_llmeval.inputs.loading import lone_surrogate
 from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
-from pytest_llmeval.plugin.compat import (
-    fixture_closure,
-    fixture_info,
-    item_request,
-    resolved_fixture_defs,
-    reuse_fixture_defs,
-    skip_at_item,
+from pytest_llmeval.plugin.compat import fixture_info, skip_at_item
+from pytest_llmeval.plugin.fixtures import (
+    FixtureValues,
+    reuse_fixture_values,
+    session_fixtures,
 )
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -68,7 +66,7 @@ class EvalFile(pytest.File):
         self.manifest: Manifest | None = None
         """The manifest the cases were collected through, once read (``None`` for a data file
         collected on its own, or a manifest that cannot be read)."""
-        self.fixture_values: _FixtureValues | None = None
+        self.fixture_values: FixtureValues | None = None
         """What the last item's fixtures resolved to, when every one is session-scoped."""
 
     @property
@@ -318,9 +316,9 @@ class EvalItem(pytest.Function):
         assert case is not None
         if case.skip_reason:
             _skip(case.skip_reason)
-        if not self._reuse_fixture_values():
+        if not reuse_fixture_values(self, self.eval_file.fixture_values):
             super().setup()
-            self.eval_file.fixture_values = _FixtureValues.of(self)
+            self.eval_file.fixture_values = FixtureValues.of(self)
         agent = self.funcargs["llmeval_agent"]
         self.state.check_runner(self, agent)  # resume: same runner
         broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
@@ -333,42 +331,13 @@ class EvalItem(pytest.Function):
             raise RunnerError(invalid, kind="protocol")
 
     def session_fixtures(self) -> tuple[object, ...]:
-        """The fixtures answering ``llmeval_agent`` and ``llmeval_broker``, when both are
-        session-scoped; else a value equal to no other item's (no run-ahead with them)."""
-        names = fixture_closure(self)
-        defs = []
-        for name in ("llmeval_agent", "llmeval_broker"):
-            chain = names.get(name) or ()
-            last = chain[-1] if chain else None
-            if last is None or last.scope != "session":
-                return (object(),)  # never equal: no run-ahead for non-session fixtures
-            defs.append(last)
-        return tuple(defs)
+        """What answers ``llmeval_agent`` and ``llmeval_broker`` (the run-ahead's key)."""
+        return session_fixtures(self)
 
     @property
     def agent(self) -> Any:
         """The ``llmeval_agent`` the case ran with, once set up (``None`` before)."""
         return self.funcargs.get("llmeval_agent")
-
-    def _reuse_fixture_values(self) -> bool:
-        """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
-        same cached values again.
-
-        All items of a file share one fixture closure. When every fixture in it is
-        session-scoped, unparametrized and already cached, pytest's own resolution (a
-        SubRequest per fixture and per dependency, a ``request`` FixtureDef with its
-        signature inspection, for each item) returns those very values; copying them is the
-        same result for a fraction of the cost. Any other closure, or a cache that changed,
-        takes pytest's path.
-        """
-        known = self.eval_file.fixture_values
-        if known is None or not known.still_valid(self):
-            return False
-        self.funcargs.update(known.values)
-        if "request" in self.fixturenames:
-            self.funcargs["request"] = item_request(self)
-        reuse_fixture_defs(self, known.defs)
-        return True
 
     def runtest(self) -> None:
         assert self.case is not None and self.transcript is not None
@@ -452,39 +421,6 @@ def case_fingerprint(item: pytest.Item) -> str | None:
     fingerprint = case.fingerprint if case is not None else None
     item.release()
     return fingerprint or None
-
-
-class _FixtureValues:
-    """An item's resolved session fixtures, and the cache entries they came from."""
-
-    def __init__(
-        self,
-        fixtureinfo: Any,
-        defs: dict[str, Any],
-        values: dict[str, Any],
-    ):
-        self.fixtureinfo = fixtureinfo
-        self.defs = defs
-        self.values = values
-        self.results = [(d, d.cached_result) for d in defs.values()]
-
-    @classmethod
-    def of(cls, item: EvalItem) -> _FixtureValues | None:
-        """What ``item`` just resolved, or ``None`` unless every fixture is reusable."""
-        defs = resolved_fixture_defs(item)
-        if set(item.fixturenames) - {"request"} != set(defs):
-            return None
-        for d in defs.values():
-            result = d.cached_result
-            if d.scope != "session" or d.params is not None or result is None or result[2]:
-                return None
-        values = {name: item.funcargs[name] for name in defs}
-        return cls(fixture_info(item), defs, values)
-
-    def still_valid(self, item: EvalItem) -> bool:
-        return fixture_info(item) is self.fixtureinfo and all(
-            d.cached_result is result for d, result in self.results
-        )
 
 
 def _fault_message(transcript: Transcript) -> str:

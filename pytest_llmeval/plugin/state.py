@@ -1,7 +1,8 @@
 """Per-process plugin state, on the controller and on every xdist worker alike.
 
 It places the run (run dir, run id, attempt, journal) and holds what every part of a process
-shares: the settings, the suites and their context, the redactor, the dispatcher and the
+shares: the settings, the suites and their context, the manifest index (each
+``*.llmeval.yaml`` read once), the eval items' marks, the redactor, the dispatcher and the
 session limits. The jobs are apart: :mod:`pytest_llmeval.plugin.item_feed` (the run order and
 transcripts), :mod:`pytest_llmeval.plugin.services` (judge, embedder),
 :mod:`pytest_llmeval.plugin.results` (every case result), and here the resume and shard deselection.

@@ -42,6 +42,7 @@ from pytest_llmeval.core.errors import LLMEvalError, RunDirError
 from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import Redactor, find_leaks, secret_values
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.report import console, verdict
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
@@ -49,7 +50,7 @@ from pytest_llmeval.rundir.claim import prepare_merge_dir
 from pytest_llmeval.rundir.files import tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report
-from pytest_llmeval.rundir.read import RunRecord, read_run
+from pytest_llmeval.rundir.read import RunRecord, manifests_named, read_run
 from pytest_llmeval.suites.base import SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
 
@@ -147,7 +148,8 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     earlier = [run.report for run in ordered if run.report is not None]
     report.deselected = _deselected(earlier)
     report.interrupted = _interrupted(earlier, results)
-    gates, problems = verdict.gather_gates(settings, results, earlier)
+    manifests = ManifestIndex(settings.rootdir).present(manifests_named(results))
+    gates, problems = verdict.gather_gates(settings, results, earlier, manifests)
     judged = verdict.judge(report, results, settings, gates, problems)
     return Merged(settings, writer, results, runners, report, judged)
 

@@ -14,13 +14,14 @@ from pathlib import Path
 
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.redact import Redactor
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import RunDirLock
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.rundir.models import Report
-from pytest_llmeval.rundir.read import RunRecord, read_run
+from pytest_llmeval.rundir.read import RunRecord, manifests_named, read_run
 from pytest_llmeval.suites.base import SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
 
@@ -64,7 +65,8 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
         report.deselected = run.report.deselected
         report.interrupted = run.report.interrupted
     earlier = [run.report] if run.report is not None else []
-    gates, problems = verdict.gather_gates(settings, run.results, earlier)
+    manifests = ManifestIndex(settings.rootdir).present(manifests_named(run.results))
+    gates, problems = verdict.gather_gates(settings, run.results, earlier, manifests)
     judged = verdict.judge(report, run.results, settings, gates, problems)
     if report.baseline is None and run.report is not None and run.report.baseline is not None:
         # not compared again (the baseline file is gone): the session's comparison stands

@@ -15,9 +15,10 @@ that neither knows is an error naming its line and the nearest valid key, so a t
 (``treshold:``) is never silently ignored. Every problem is a :class:`CaseFileError` naming
 ``path:line`` and the field.
 
-:func:`is_manifest_target` tells whether a data file is named by a manifest in its folder or
-above (it is then collected through the manifest only). The folders' answers are cached for
-one session; the plugin calls :func:`clear_targets` when a session is configured, so a second
+A session reads each manifest once, through its :class:`ManifestIndex`: collection asks it
+which data files manifests name (:meth:`ManifestIndex.is_target`: those are collected through
+their manifest only) and for the manifest it collects; the verdict asks it for the gates of
+the manifests whose cases were collected. The index belongs to the session, so a second
 in-process run reads edited manifests afresh.
 
 Base layer: this module imports nothing of the plugin above errors, loading and schemas.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,53 +249,105 @@ def _clipped(text: str) -> str:
     return text if len(text) <= MAX_SHOWN_PATH else text[:MAX_SHOWN_PATH] + "..."
 
 
-# -- data files named by manifests --------------------------------------------------------------
-
-_targets: dict[tuple[Path, Path], frozenset[Path]] = {}
+# -- the session's manifests ----------------------------------------------------------------
 
 
-def clear_targets() -> None:
-    """Forget what the manifests named (called once per session)."""
-    _targets.clear()
+class ManifestIndex:
+    """Every manifest a session (or a command) looks at, each read once.
 
-
-def is_manifest_target(path: Path, rootdir: Path) -> bool:
-    """Whether a manifest in ``path``'s folder, or in a folder above it up to the rootdir,
-    names ``path`` as its data file (``evals/x.llmeval.yaml`` with ``data: data/rows.jsonl``)."""
-    resolved = path.resolve()
-    folder = path.parent
-    while True:
-        if resolved in manifest_targets(folder, rootdir):
-            return True
-        if folder == rootdir or folder.parent == folder or not folder.is_relative_to(rootdir):
-            return False
-        folder = folder.parent
-
-
-def manifest_targets(directory: Path, rootdir: Path) -> frozenset[Path]:
-    """Data files named by the manifests in ``directory`` (cached until :func:`clear_targets`).
-
-    Such a data file is collected through its manifest only, never on its own as well.
+    Collection reads a manifest twice over: to know which data files manifests name (those are
+    collected through their manifest only) and to collect the manifest itself; the verdict
+    reads the gates of the manifests whose cases were collected. All of them ask the index,
+    which reads each file on first use and then hands out the same :class:`Manifest`, or raises
+    the same :class:`CaseFileError`, so a broken manifest is one error with one text.
     """
-    key = (directory, rootdir)
-    known = _targets.get(key)
-    if known is not None:
-        return known
-    targets = set()
-    for path in sorted(directory.glob(f"*{SUFFIX}")):
+
+    def __init__(self, rootdir: Path) -> None:
+        self.rootdir = rootdir
+        """The folder manifests are named relative to (in messages and in gates)."""
+        self._read: dict[Path, Manifest | CaseFileError] = {}
+        self._targets: dict[Path, frozenset[Path]] = {}
+        self._by_data: dict[str, Manifest] = {}
+
+    def collected(self, manifest: Manifest, data: str) -> None:
+        """Note that ``manifest``'s cases were collected from the data file ``data`` (its
+        display path, as cases name their file): :meth:`for_data` answers for them."""
+        self._by_data[data] = manifest
+
+    def for_data(self, data: str) -> Manifest | None:
+        """The manifest the cases of the data file ``data`` were collected through (the last
+        one, should two name the same file); ``None`` for a file collected on its own."""
+        return self._by_data.get(data)
+
+    def read(self, path: Path) -> Manifest:
+        """The manifest at ``path`` (its common keys checked); the :class:`CaseFileError` that
+        says why it cannot be used, the same one every time."""
+        found = self.entry(path)
+        if isinstance(found, CaseFileError):
+            raise found
+        return found
+
+    def entry(self, path: Path) -> Manifest | CaseFileError:
+        """:meth:`read`'s answer as a value: the manifest, or why it cannot be used."""
+        found = self._read.get(path)
+        if found is None:
+            try:
+                found = read_manifest(path, self.display(path))
+            except CaseFileError as exc:
+                found = exc
+            self._read[path] = found
+        return found
+
+    def named(self, display: str) -> Manifest | CaseFileError | None:
+        """The manifest at ``display`` (relative to the rootdir, as :meth:`display` gives it);
+        ``None`` when no such file is there (a run made elsewhere)."""
+        path = self.rootdir / display
+        if path not in self._read and not path.is_file():
+            return None
+        return self.entry(path)
+
+    def present(self, names: Iterable[str]) -> list[Manifest | CaseFileError]:
+        """The manifests ``names`` (relative to the rootdir) that are there, in name order:
+        each read, or why it cannot be (a run made elsewhere names manifests not here)."""
+        found = (self.named(name) for name in sorted(set(names)))
+        return [manifest for manifest in found if manifest is not None]
+
+    def display(self, path: Path) -> str:
+        """``path`` relative to the rootdir, for messages (absolute when outside it)."""
         try:
-            manifest = read_manifest(path, _display(path, rootdir))
-        except CaseFileError:
-            continue  # the manifest reports its own problem when it is collected
-        target = manifest.target()
-        if target is not None:
-            targets.add(target)
-    _targets[key] = found = frozenset(targets)
-    return found
+            return path.relative_to(self.rootdir).as_posix()
+        except ValueError:
+            return path.as_posix()
 
+    def is_target(self, path: Path) -> bool:
+        """Whether a manifest in ``path``'s folder, or in a folder above it up to the rootdir,
+        names ``path`` as its data file (``evals/x.llmeval.yaml`` naming
+        ``data: data/rows.jsonl``)."""
+        resolved = path.resolve()
+        folder = path.parent
+        rootdir = self.rootdir
+        while True:
+            if resolved in self.targets(folder):
+                return True
+            if folder == rootdir or folder.parent == folder or not folder.is_relative_to(rootdir):
+                return False
+            folder = folder.parent
 
-def _display(path: Path, rootdir: Path) -> str:
-    try:
-        return path.relative_to(rootdir).as_posix()
-    except ValueError:
-        return path.as_posix()
+    def targets(self, directory: Path) -> frozenset[Path]:
+        """Data files named by the manifests in ``directory`` (resolved).
+
+        Such a data file is collected through its manifest only, never on its own as well. A
+        manifest that cannot be read names nothing: it reports its own problem when it is
+        collected.
+        """
+        known = self._targets.get(directory)
+        if known is not None:
+            return known
+        targets = set()
+        for path in sorted(directory.glob(f"*{SUFFIX}")):
+            found = self.entry(path)
+            target = found.target() if isinstance(found, Manifest) else None
+            if target is not None:
+                targets.add(target)
+        self._targets[directory] = found_targets = frozenset(targets)
+        return found_targets

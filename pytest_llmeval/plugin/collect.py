@@ -7,8 +7,6 @@ the field and what was expected.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -20,13 +18,12 @@ from pytest_llmeval.core.finite import non_finite_scores
 from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
 from pytest_llmeval.core.repeats import score_repeats
 from pytest_llmeval.inputs.loading import lone_surrogate
-from pytest_llmeval.inputs.manifest import read_manifest
-from pytest_llmeval.plugin.compat import (
-    fixture_info,
-    item_request,
-    resolved_fixture_defs,
-    reuse_fixture_defs,
-    skip_at_item,
+from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
+from pytest_llmeval.plugin.compat import fixture_info, skip_at_item
+from pytest_llmeval.plugin.fixtures import (
+    FixtureValues,
+    reuse_fixture_values,
+    session_fixtures,
 )
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -37,6 +34,7 @@ from pytest_llmeval.suites.base import (
 )
 from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.suites.unclaimed import EMPTY_SUITE, why_unclaimed
+from pytest_llmeval.tools.broker import ToolBroker
 
 if TYPE_CHECKING:
     from pytest import ExceptionInfo
@@ -44,14 +42,7 @@ if TYPE_CHECKING:
     from pytest_llmeval.plugin.compat import TerminalRepr
     from pytest_llmeval.plugin.state import LLMEvalState
 
-_MARKER_CHARS = re.compile(r"\W+")
 HEAD_BYTES = 65536
-
-
-@functools.lru_cache(maxsize=1024)
-def marker_name(text: str) -> str:
-    """A ``-m`` friendly marker name: non-word characters become ``_``."""
-    return _MARKER_CHARS.sub("_", text).strip("_") or "_"
 
 
 def display_path(path: Path, rootdir: Path) -> str:
@@ -69,11 +60,20 @@ class EvalFile(pytest.File):
         self.state = state
         self.suite_name = "unknown"
         self.data_display = display_path(self.path, state.settings.rootdir)
-        self.fixture_values: _FixtureValues | None = None
+        self.manifest_name = self.data_display if self.path.name.endswith(SUFFIX) else None
+        """This file's name (relative to the rootdir) when it is a manifest: its key in the
+        session's :class:`~pytest_llmeval.inputs.manifest.ManifestIndex`, readable or not."""
+        self.manifest: Manifest | None = None
+        """The manifest the cases were collected through, once read (``None`` for a data file
+        collected on its own, or a manifest that cannot be read)."""
+        self.fixture_values: FixtureValues | None = None
         """What the last item's fixtures resolved to, when every one is session-scoped."""
-        self.misses = "fail"
+
+    @property
+    def misses(self) -> str:
         """The manifest's ``misses``: ``fail`` (a missed case fails) or ``xfail`` (it is an
         expected failure, pytest's ``x``: a benchmark's cases inform, its gates decide)."""
+        return self.manifest.misses if self.manifest is not None else "fail"
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
@@ -140,8 +140,8 @@ class EvalFile(pytest.File):
 
     def _resolve(self) -> tuple[Suite, CaseSource]:
         rootdir = self.state.settings.rootdir
-        if self.path.name.endswith(".llmeval.yaml"):
-            return self._from_manifest(rootdir)
+        if self.manifest_name is not None:
+            return self._from_manifest()
         display = display_path(self.path, rootdir)
         try:
             with self.path.open("rb") as handle:
@@ -168,8 +168,9 @@ class EvalFile(pytest.File):
             )
         return suite, source
 
-    def _from_manifest(self, rootdir: Path) -> tuple[Suite, CaseSource]:
-        manifest = read_manifest(self.path, display_path(self.path, rootdir))
+    def _from_manifest(self) -> tuple[Suite, CaseSource]:
+        index = self.state.manifests
+        manifest = index.read(self.path)  # read once this session, with the targets
         suite = self.state.suites.get(manifest.suite)
         if suite is None:
             raise CaseFileError(
@@ -180,22 +181,11 @@ class EvalFile(pytest.File):
                 field="suite",
             )
         manifest.check_options(suite.name, suite.manifest_options)
-        data = manifest.data_path()
-        if manifest.repeats is not None:
-            self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
-        self.state.file_options[display_path(data, rootdir)] = dict(manifest.options)
-        self.misses = manifest.misses
-        source = CaseSource(
-            path=data, display=display_path(data, rootdir), options=dict(manifest.options)
-        )
-        return suite, source
-
-
-@functools.cache
-def _mark(name: str) -> pytest.MarkDecorator:
-    """One shared mark per marker name (marks are immutable): ``add_marker("x")`` would look
-    the name up and build a new Mark for every case."""
-    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+        path = manifest.data_path()
+        data = index.display(path)
+        index.collected(manifest, data)
+        self.manifest = manifest
+        return suite, CaseSource(path=path, display=data, options=dict(manifest.options))
 
 
 def _guarded(loads: Iterator[LoadItem]) -> Iterator[LoadItem]:
@@ -271,22 +261,17 @@ class EvalItem(pytest.Function):
         self.result: CaseResult | None = None
         known = case or pending or problem
         self.line = (known.line if known else None) or 1
-        self._mark("llmeval")
+        known_marks = self.state.marks
+        self.add_marker(known_marks.shared("llmeval"))
         self.category = case.category if case else pending.category if pending else None
         """The case's category, known before the case is built (and if it cannot be)."""
         if case or pending:
             marks = case.marks if case else pending.marks if pending else ()
-            self._add_marker(marker_name(self.eval_file.suite_name))
+            self.add_marker(known_marks.registered(known_marks.name(self.eval_file.suite_name)))
             for name in (self.category, *marks):
                 if name:  # a category named like a suite must not select it (-m golden)
-                    self._add_marker(self.state.category_marker(marker_name(name)))
-
-    def _add_marker(self, marker: str) -> None:
-        self.state.register_marker(marker)  # before the mark is first looked up
-        self._mark(marker)
-
-    def _mark(self, name: str) -> None:
-        self.add_marker(_mark(name))  # one shared, immutable mark per name
+                    marker = known_marks.category(known_marks.name(name))
+                    self.add_marker(known_marks.registered(marker))
 
     @property
     def case(self) -> EvalCase | None:
@@ -331,11 +316,13 @@ class EvalItem(pytest.Function):
         assert case is not None
         if case.skip_reason:
             _skip(case.skip_reason)
-        if not self._reuse_fixture_values():
+        if not reuse_fixture_values(self, self.eval_file.fixture_values):
             super().setup()
-            self.eval_file.fixture_values = _FixtureValues.of(self)
-        self.state.check_runner(self, self.funcargs.get("llmeval_agent"))  # resume: same runner
-        self.transcript = self.state.runahead.transcript_for(self)
+            self.eval_file.fixture_values = FixtureValues.of(self)
+        agent = self.funcargs["llmeval_agent"]
+        self.state.check_runner(self, agent)  # resume: same runner
+        broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
+        self.transcript = self.state.runahead.transcript_for(self, agent, broker)
         if self.transcript.error is not None:
             kind: Any = self.transcript.error_kind or "agent"  # one of RunnerErrorKind
             raise RunnerError(_fault_message(self.transcript), kind=kind)
@@ -343,25 +330,14 @@ class EvalItem(pytest.Function):
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
 
-    def _reuse_fixture_values(self) -> bool:
-        """Fill ``funcargs`` from the file's previous item when pytest could only hand out the
-        same cached values again.
+    def session_fixtures(self) -> tuple[object, ...]:
+        """What answers ``llmeval_agent`` and ``llmeval_broker`` (the run-ahead's key)."""
+        return session_fixtures(self)
 
-        All items of a file share one fixture closure. When every fixture in it is
-        session-scoped, unparametrized and already cached, pytest's own resolution (a
-        SubRequest per fixture and per dependency, a ``request`` FixtureDef with its
-        signature inspection, for each item) returns those very values; copying them is the
-        same result for a fraction of the cost. Any other closure, or a cache that changed,
-        takes pytest's path.
-        """
-        known = self.eval_file.fixture_values
-        if known is None or not known.still_valid(self):
-            return False
-        self.funcargs.update(known.values)
-        if "request" in self.fixturenames:
-            self.funcargs["request"] = item_request(self)
-        reuse_fixture_defs(self, known.defs)
-        return True
+    @property
+    def agent(self) -> Any:
+        """The ``llmeval_agent`` the case ran with, once set up (``None`` before)."""
+        return self.funcargs.get("llmeval_agent")
 
     def runtest(self) -> None:
         assert self.case is not None and self.transcript is not None
@@ -435,37 +411,16 @@ class EvalItem(pytest.Function):
         return None
 
 
-class _FixtureValues:
-    """An item's resolved session fixtures, and the cache entries they came from."""
-
-    def __init__(
-        self,
-        fixtureinfo: Any,
-        defs: dict[str, Any],
-        values: dict[str, Any],
-    ):
-        self.fixtureinfo = fixtureinfo
-        self.defs = defs
-        self.values = values
-        self.results = [(d, d.cached_result) for d in defs.values()]
-
-    @classmethod
-    def of(cls, item: EvalItem) -> _FixtureValues | None:
-        """What ``item`` just resolved, or ``None`` unless every fixture is reusable."""
-        defs = resolved_fixture_defs(item)
-        if set(item.fixturenames) - {"request"} != set(defs):
-            return None
-        for d in defs.values():
-            result = d.cached_result
-            if d.scope != "session" or d.params is not None or result is None or result[2]:
-                return None
-        values = {name: item.funcargs[name] for name in defs}
-        return cls(fixture_info(item), defs, values)
-
-    def still_valid(self, item: EvalItem) -> bool:
-        return fixture_info(item) is self.fixtureinfo and all(
-            d.cached_result is result for d, result in self.results
-        )
+def case_fingerprint(item: pytest.Item) -> str | None:
+    """An eval item's case fingerprint, for a resume to compare (the case is built from its row
+    only for this: released again, it is built anew when it runs); ``None`` for a broken row
+    or another kind of item."""
+    if not isinstance(item, EvalItem):
+        return None
+    case = item.case
+    fingerprint = case.fingerprint if case is not None else None
+    item.release()
+    return fingerprint or None
 
 
 def _fault_message(transcript: Transcript) -> str:

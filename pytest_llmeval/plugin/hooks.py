@@ -11,11 +11,10 @@ import pytest
 
 from pytest_llmeval.config import settings
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.inputs.manifest import clear_targets, is_manifest_target
 from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
-from pytest_llmeval.plugin.collect import EvalFile, EvalItem
+from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
@@ -54,7 +53,6 @@ def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
-    clear_targets()  # a session (an in-process pytester run too) reads the manifests afresh
     suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
@@ -194,7 +192,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
         return None
     if state.is_support_file(file_path):
         return None  # tool fixtures and cassettes are inputs, not cases
-    if is_manifest_target(file_path, state.settings.rootdir):
+    if state.manifests.is_target(file_path):
         return None  # a manifest beside it (or in a folder above) collects this data file
     return EvalFile.from_parent(parent, path=file_path, state=state)
 
@@ -209,7 +207,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-    config.stash[state_key].skip_finished(config, items)
+    config.stash[state_key].skip_finished(config, items, case_fingerprint)
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 
@@ -297,7 +295,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state.refusal is not None:
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
-        state.results.attach(item, call, report)
+        state.results.attach(item, item.agent, call, report)
         case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
         stopped = state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail

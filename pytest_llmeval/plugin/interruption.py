@@ -30,7 +30,7 @@ import pytest
 from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import CaseResult
-from pytest_llmeval.inputs.manifest import read_manifest
+from pytest_llmeval.inputs.manifest import SUFFIX
 from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalItem, display_path
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
@@ -163,7 +163,7 @@ class Interruption:
         """Whether ``nodeid`` names an eval case (a data file's or a manifest's), as
         ``pytest_collect_file`` chooses the files."""
         name = PurePosixPath(nodeid.split("::", 1)[0]).name
-        if name.endswith(".llmeval.yaml") or name.endswith(_DATA_SUFFIXES):
+        if name.endswith(SUFFIX) or name.endswith(_DATA_SUFFIXES):
             return True
         return any(fnmatch.fnmatch(name, glob) for glob in self.state.settings.file_globs)
 
@@ -198,8 +198,8 @@ def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
     rootdir = state.settings.rootdir
     display = display_path(path, rootdir)
     try:
-        if path.name.endswith(".llmeval.yaml"):
-            manifest = read_manifest(path, display)
+        if path.name.endswith(SUFFIX):
+            manifest = state.manifests.read(path)
             return manifest.suite, display_path(manifest.data_path(), rootdir)
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES)

@@ -9,33 +9,55 @@ reaches them. :meth:`RunAhead.transcript_for` is what an item's setup waits on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import Any, Protocol, TypeGuard
 
 import pytest
 
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.plugin import scheduling as sharding
-from pytest_llmeval.plugin.compat import fixture_closure
 from pytest_llmeval.tools.broker import ToolBroker
 
-if TYPE_CHECKING:
-    from pytest_llmeval.plugin.collect import EvalItem
+__all__ = ["Queued", "RunAhead"]
 
-__all__ = ["RunAhead"]
+
+class Queued(Protocol):
+    """An eval item as the run-ahead reads it (collection's item, seen from below)."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The case, built from its row on first use; ``None`` when it cannot be."""
+
+    @property
+    def runnable(self) -> bool:
+        """Whether there is a case to run (known without building it)."""
+
+    def session_fixtures(self) -> tuple[object, ...]:
+        """What answers its ``llmeval_agent`` and ``llmeval_broker``: equal for two items
+        only when both are the same session-scoped fixtures (their agent may run ahead)."""
 
 
 class RunAhead:
     """The process's run order and its look-ahead into the dispatcher."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, dispatcher: Dispatcher):
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        dispatcher: Dispatcher,
+        manifests: ManifestIndex,
+    ):
         self.config = config
         self.settings = settings
         self.dispatcher = dispatcher
-        self.file_repeats: dict[str, int] = {}
-        """Runs per case set by a manifest, by data file (display path)."""
-        self._order: list[EvalItem] = []
+        self.manifests = manifests
+        """The manifests the cases were collected through (their ``repeats``)."""
+        self._order: list[Queued] = []
         dispatcher.repeats_for = self.repeats_for
 
     def repeats_for(self, case: EvalCase) -> int:
@@ -44,10 +66,13 @@ class RunAhead:
         own = case.metadata.get("repeats")
         if isinstance(own, int) and not isinstance(own, bool) and own >= 1:
             return own
-        return self.file_repeats.get(case.file, self.settings.repeats)
+        manifest = self.manifests.for_data(case.file)
+        if manifest is not None and manifest.repeats is not None:
+            return manifest.repeats
+        return self.settings.repeats
 
     def plan(
-        self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[EvalItem]]
+        self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[Queued]]
     ) -> None:
         """Work out which eval items (``eval_items(item)``) this process runs, in order, for
         the dispatcher."""
@@ -59,28 +84,17 @@ class RunAhead:
         self._order = [i for i in ordered if eval_items(i) and i.runnable]
         self.dispatcher.set_order([item.nodeid for item in self._order])
 
-    def transcript_for(self, item: EvalItem) -> Transcript:
+    def transcript_for(self, item: Queued, agent: Any, broker: ToolBroker) -> Transcript:
+        """The transcript of ``item``'s case, run by ``agent`` with ``broker`` (its fixtures'
+        values, a user's look-alike broker maybe)."""
         assert item.case is not None
-        broker = cast(ToolBroker, item.funcargs["llmeval_broker"])  # or a user's look-alike
-        job: Job = (item.case, item.funcargs["llmeval_agent"], broker)
-        defs = _fixture_defs(item)
+        job: Job = (item.case, agent, broker)
+        defs = item.session_fixtures()
 
         def lookup(position: int) -> Job | None:
             other = self._order[position]
-            if other.case is None or other.case.skip_reason or _fixture_defs(other) != defs:
+            if other.case is None or other.case.skip_reason or other.session_fixtures() != defs:
                 return None
             return (other.case, job[1], job[2])
 
         return self.dispatcher.transcript(item.nodeid, job, lookup)
-
-
-def _fixture_defs(item: EvalItem) -> tuple[Any, ...]:
-    names = fixture_closure(item)
-    defs = []
-    for name in ("llmeval_agent", "llmeval_broker"):
-        chain = names.get(name) or ()
-        last = chain[-1] if chain else None
-        if last is None or last.scope != "session":
-            return (object(),)  # never equal: no run-ahead for non-session fixtures
-        defs.append(last)
-    return tuple(defs)

@@ -29,8 +29,7 @@ from typing import Any, TypeGuard
 import pytest
 
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
-from pytest_llmeval.inputs.manifest import read_manifest
-from pytest_llmeval.plugin.collect import EvalItem, display_path
+from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
@@ -182,22 +181,21 @@ def _manifest_gates(
     state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str] = ()
 ) -> list[tuple[str, Gate]]:
     """The gates of the manifests whose cases were selected, or collected (``collected``:
-    node id prefixes) and all deselected; one that does not parse is left to the verdict (a
-    gate problem that fails the run, as a broken manifest is)."""
-    rootdir = state.settings.rootdir
-    paths = {item.eval_file.path for item in items if item.eval_file.path.name.endswith(".yaml")}
-    paths |= {rootdir / name for name in collected}
+    their names) and all deselected; one that does not parse is left to the verdict (a gate
+    problem that fails the run, as a broken manifest is)."""
+    index = state.manifests
+    paths = {index.rootdir / name for name in collected}
+    paths |= {item.eval_file.path for item in items if item.eval_file.manifest_name}
     out: list[tuple[str, Gate]] = []
     for path in sorted(paths):
-        name = display_path(path, rootdir)
-        try:
-            manifest = read_manifest(path, name)
-            if manifest.gates is None:
-                continue
-            found = parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
-        except (CaseFileError, ValueError):
+        manifest = index.entry(path)
+        if isinstance(manifest, CaseFileError) or manifest.gates is None:
             continue
-        out += [(f"{name}: gates: {gate.name}", gate) for gate in found]
+        try:
+            found = parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
+        except ValueError:
+            continue
+        out += [(f"{manifest.display}: gates: {gate.name}", gate) for gate in found]
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -37,13 +37,11 @@ from pytest_llmeval.core.repeats import summary
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 
-if TYPE_CHECKING:
-    from pytest_llmeval.plugin.collect import EvalItem
-
 __all__ = [
     "MAX_MESSAGES",
     "RESPONSE_CHARS",
     "TEXT_LIMIT",
+    "CaseItem",
     "ResultBuilder",
     "agent_fingerprint",
     "runner_id",
@@ -64,6 +62,46 @@ TRACEBACK_CHARS = 50_000
 """Most characters of an error's traceback kept for ``errors.jsonl``."""
 
 
+class CaseItem(Protocol):
+    """An eval item as its result is built from it (collection's item, seen from below)."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def line(self) -> int:
+        """The case's 1-based line in its data file."""
+
+    @property
+    def suite_name(self) -> str: ...
+
+    @property
+    def data_display(self) -> str:
+        """The data file, relative to the rootdir."""
+
+    @property
+    def category(self) -> str | None: ...
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The case; ``None`` for a broken record."""
+
+    @property
+    def transcript(self) -> Transcript | None:
+        """What the agent did, once it ran."""
+
+    @property
+    def result(self) -> CaseResult | None:
+        """The scored result, once the call phase scored it."""
+
+    @property
+    def user_properties(self) -> list[tuple[str, object]]:
+        """junit's properties of the item."""
+
+
 class ResultBuilder:
     """Builds, redacts, journals and attaches every case result of one process."""
 
@@ -73,7 +111,7 @@ class ResultBuilder:
         self.journal = journal
         self._last_fingerprint: tuple[Any, dict[str, Any], str] | None = None
 
-    def from_score(self, item: EvalItem, score: CaseScore) -> CaseResult:
+    def from_score(self, item: CaseItem, score: CaseScore) -> CaseResult:
         """The result of a case that ran and was scored."""
         case, transcript = item.case, item.transcript
         assert case is not None and transcript is not None
@@ -208,7 +246,7 @@ class ResultBuilder:
         return clip(_json(self.redactor.value(value)), TEXT_LIMIT)
 
     def for_phase(
-        self, item: EvalItem, report: pytest.TestReport, excinfo: Any
+        self, item: CaseItem, report: pytest.TestReport, excinfo: Any
     ) -> CaseResult | None:
         """The result to attach to this phase's report, or ``None`` if the case goes on."""
         if report.when == "call" and item.result is not None:
@@ -239,16 +277,16 @@ class ResultBuilder:
         )
 
     def attach(
-        self, item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestReport
+        self, item: CaseItem, agent: Any, call: pytest.CallInfo[None], report: pytest.TestReport
     ) -> None:
         """Put the phase's result on ``report`` (it crosses xdist there), journal it, and give
-        junit its small scalar properties."""
+        junit its small scalar properties; ``agent`` is the one the case ran with (``None``
+        before its setup did), whose fingerprint the result carries."""
         result = self.for_phase(item, report, call.excinfo)
         if result is None:
             return
         if result.error is not None and len(result.error) > ERROR_CHARS:
             result = result.model_copy(update={"error": clip(result.error, ERROR_CHARS)})
-        agent = item.funcargs.get("llmeval_agent") if hasattr(item, "funcargs") else None
         fp = None
         # redacted here, once: the journal, the other processes and the reports see no secret
         data = self.redactor.value(result.model_dump(mode="json"))
@@ -333,7 +371,7 @@ def _json(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def _identity(item: EvalItem) -> dict[str, Any]:
+def _identity(item: CaseItem) -> dict[str, Any]:
     """The fields that say which case a result is about (a broken record has no case)."""
     case = item.case
     return {

@@ -43,8 +43,9 @@ class Deselections:
         self.suites: set[str] = set()
         """The suites of every eval item collected, deselected or not (what gates may name)."""
         self.manifests: set[str] = set()
-        """The ``*.llmeval.yaml`` manifests (as node id prefixes) of every eval item collected,
-        so their gates are judged (``partial``) when every case of theirs was deselected."""
+        """The ``*.llmeval.yaml`` manifests (their names in the session's manifest index) of
+        every eval item collected, so their gates are judged (``partial``) when every case of
+        theirs was deselected."""
         self.categories: dict[str, set[str]] = {}
         """The categories of every eval item collected, by suite (as ``report.json`` keys
         them: ``(none)`` for a case without one), so a gate on a category no case has is a
@@ -57,9 +58,8 @@ class Deselections:
             if isinstance(item, EvalItem):
                 self._collected[item.nodeid] = item.suite_name
                 self.suites.add(item.suite_name)
-                head = item.nodeid.split("::", 1)[0]
-                if head.endswith(".llmeval.yaml"):
-                    self.manifests.add(head)
+                if item.eval_file.manifest_name is not None:
+                    self.manifests.add(item.eval_file.manifest_name)
                 found = self.categories.setdefault(item.suite_name, set())
                 found.add(item.category or "(none)")
         return report

@@ -30,6 +30,7 @@ from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.models import Report
+from pytest_llmeval.rundir.read import manifests_named
 
 session_report_key = pytest.StashKey["SessionReport"]()
 
@@ -179,8 +180,11 @@ class SessionReport:
         deselected = state.config.stash[deselections_key].counts(results) or {}
         report.deselected = merged_counts(deselected.items(), unrun.items())
         report.interrupted = interrupted
-        manifests = state.config.stash[deselections_key].manifests
-        gates, problems = verdict.gather_gates(settings, results, manifests=sorted(manifests))
+        # the manifests of the cases collected, and of the earlier results a resume reused
+        named = state.config.stash[deselections_key].manifests
+        earlier = manifests_named(result for result, _ in state.finished.values())
+        manifests = state.manifests.present(named | earlier)
+        gates, problems = verdict.gather_gates(settings, results, manifests=manifests)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         blessed = report.without_baseline().dump() if settings.update_baseline else {}
         subset = subset_of(blessed, settings.shard) if settings.update_baseline else None

@@ -1,7 +1,8 @@
 """Per-process plugin state, on the controller and on every xdist worker alike.
 
 It places the run (run dir, run id, attempt, journal) and holds what every part of a process
-shares: the settings, the suites and their context, the redactor, the dispatcher and the
+shares: the settings, the suites and their context, the manifest index (each
+``*.llmeval.yaml`` read once), the eval items' marks, the redactor, the dispatcher and the
 session limits. The jobs are apart: :mod:`pytest_llmeval.plugin.item_feed` (the run order and
 transcripts), :mod:`pytest_llmeval.plugin.services` (judge, embedder),
 :mod:`pytest_llmeval.plugin.results` (every case result), and here the resume and shard deselection.
@@ -16,7 +17,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -36,11 +37,13 @@ from pytest_llmeval.core.redact import (
     urls_in,
 )
 from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.inputs.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
+from pytest_llmeval.plugin.marks import CaseMarks
 from pytest_llmeval.plugin.results import ResultBuilder
 from pytest_llmeval.plugin.services import Services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
@@ -48,9 +51,6 @@ from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
-
-if TYPE_CHECKING:
-    pass
 
 state_key = pytest.StashKey["LLMEvalState"]()
 RUN_DIR_KEY = "llmeval_run_dir"
@@ -71,7 +71,8 @@ class LLMEvalState:
         self.config = config
         self.settings = settings
         self.suites = suites
-        self._markers: set[str] = set()
+        self.marks = CaseMarks(config, suites)
+        """The eval items' marker names and shared marks."""
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and RUN_DIR_KEY in workerinput:
             self.run_dir, self.run_id = Path(workerinput[RUN_DIR_KEY]), workerinput[RUN_ID_KEY]
@@ -112,8 +113,9 @@ class LLMEvalState:
         # a fresh session in a run dir used before starts it afresh: never mixed with the last
         fresh = not settings.resume and self.attempt > 1
         self.journal = Journal(self.run_dir, self.attempt, worker, fresh=fresh)
-        self.file_options: dict[str, dict[str, Any]] = {}
-        """A manifest's options by the data file it names (rootdir-relative)."""
+        self.manifests = ManifestIndex(settings.rootdir)
+        """Every manifest this process reads, each once: collection, preflight and the verdict
+        ask it."""
         self._scoring: dict[str, str] = {}
         self.journal.scoring = self.scoring_of
         self.secrets = session_secrets(settings, config.invocation_params.args)
@@ -125,7 +127,7 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspace_root=workspaces
         )
-        self.runahead = RunAhead(config, settings, self.dispatcher)
+        self.runahead = RunAhead(config, settings, self.dispatcher, self.manifests)
         self.results = ResultBuilder(suites, self.redactor, self.journal)
         # the session-wide backend limits; their limiter is handed to every RunnerRegistry
         self.limits = SessionLimits(
@@ -148,7 +150,9 @@ class LLMEvalState:
         (repeats, repeat rule, judge, embedder, integration mode, max turns)."""
         found = self._scoring.get(file)
         if found is None:
-            options = {k: v for k, v in self.file_options.get(file, {}).items() if k != "gates"}
+            manifest = self.manifests.for_data(file)
+            written = manifest.options if manifest is not None else {}
+            options = {k: v for k, v in written.items() if k != "gates"}
             found = self._scoring[file] = scoring_fingerprint(self.settings, options)
         return found
 
@@ -203,12 +207,18 @@ class LLMEvalState:
         workerinput[ATTEMPT_KEY] = self.attempt
         self.limits.hand_to_worker(workerinput)
 
-    def skip_finished(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def skip_finished(
+        self,
+        config: pytest.Config,
+        items: list[pytest.Item],
+        case_fingerprint: Callable[[pytest.Item], str | None],
+    ) -> None:
         """When resuming, deselect the cases whose final result can be reused: same node id
         and same case fingerprint (the data row, expectations included). A changed case runs
         again and the terminal says how many did. A run dir from another dataset (no case in
         common, or every one changed) is a usage error unless
-        ``--llmeval-resume-allow-mismatch``."""
+        ``--llmeval-resume-allow-mismatch``. ``case_fingerprint`` reads an item's case
+        fingerprint (``None`` for another kind of item, or a broken row)."""
         if self.rescore and not hasattr(config, "workerinput"):
             self.resume_notes.append(
                 f"{len(self.rescore)} cases were judged by other scorers than pytest-llmeval "
@@ -223,7 +233,7 @@ class LLMEvalState:
             entry = self.finished.get(item.nodeid)
             if entry is None:
                 continue
-            same_row = _case_fingerprint(item) == entry[0].case_fingerprint
+            same_row = case_fingerprint(item) == entry[0].case_fingerprint
             same_scoring = self.scorings.get(item.nodeid) == self.scoring_of(entry[0].file)
             if same_row and same_scoring:
                 reused.append(item)
@@ -333,24 +343,6 @@ class LLMEvalState:
             for folder in (self.settings.fixtures, self.settings.cassettes)
         )
 
-    def register_marker(self, name: str) -> None:
-        if name not in self._markers:
-            self._markers.add(name)
-            self.config.addinivalue_line("markers", f"{name}: pytest-llmeval cases ({name})")
-
-    @functools.cached_property
-    def suite_markers(self) -> frozenset[str]:
-        """Marker names a case's category or own mark must not take: those that select a
-        whole suite (``-m golden``), ``llmeval`` (every case), and pytest's own, which act on
-        the item (a category ``skip`` or ``xfail`` would hide a failing case). Such a
-        category is marked ``category_<name>``."""
-        return frozenset(["llmeval", *self.suites.names(), *PYTEST_MARKERS])
-
-    def category_marker(self, name: str) -> str:
-        """The marker for a case's category or own mark ``name`` (already a marker name): the
-        name itself, unless a suite (or ``llmeval``) owns it."""
-        return f"category_{name}" if name in self.suite_markers else name
-
 
 def _check_targets(settings: Settings) -> None:
     """A resume path must be a run dir; an exact run dir must be the plugin's to write."""
@@ -378,17 +370,6 @@ def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
     for folder in created:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only if empty: nothing of anyone else's goes
-
-
-def _case_fingerprint(item: pytest.Item) -> str | None:
-    """An eval item's case fingerprint (its case is built from its row only here, on resume);
-    ``None`` for a broken row or another kind of item."""
-    case = getattr(item, "case", None)
-    fingerprint = getattr(case, "fingerprint", None)
-    release = getattr(item, "release", None)
-    if callable(release):
-        release()  # the case is built again when it runs
-    return fingerprint if isinstance(fingerprint, str) and fingerprint else None
 
 
 def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
@@ -451,10 +432,6 @@ def _check_rootdir(config: pytest.Config) -> None:
                 f"or ini file to {config.rootpath} (from {moved}), which renames every case "
                 f"and can drop the project's settings and gates; write {arg}={value}"
             )
-
-
-PYTEST_MARKERS = ("filterwarnings", "parametrize", "skip", "skipif", "usefixtures", "xfail")
-"""pytest's built-in marks, which change how an item runs."""
 
 
 def secret_env_names(settings: Settings) -> list[str]:

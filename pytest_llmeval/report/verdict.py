@@ -6,7 +6,8 @@ junit (each gate and the baseline comparison reported as a test: ``llmeval-gates
 ``llmeval-baseline::no-regressions``) and MLflow read what it wrote into the report.
 
 Gates come from ``--llmeval-gate``, from the ``gates`` of the ``*.llmeval.yaml`` manifests whose
-cases ran, from earlier reports of the same run (a merge's shards, the run ``summarize``
+cases were collected or ran (read by the caller's manifest index: the verdict reads no file and
+no node id), from earlier reports of the same run (a merge's shards, the run ``summarize``
 rebuilds) and from the suites themselves (their aggregate's ``gates``).
 """
 
@@ -14,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError, FingerprintMismatch
 from pytest_llmeval.core.models import CaseResult
-from pytest_llmeval.inputs.manifest import read_manifest
+from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.report.baseline.compare import diff
 from pytest_llmeval.report.baseline.file import BaselineCase, load_baseline
 from pytest_llmeval.report.gates import (
@@ -224,16 +224,16 @@ def gather_gates(
     settings: Settings,
     results: Iterable[CaseResult],
     earlier: Iterable[Report] = (),
-    manifests: Iterable[str] = (),
+    manifests: Iterable[Manifest | CaseFileError] = (),
 ) -> tuple[list[Gate], list[str]]:
     """Every gate of a run, and the problems met reading them.
 
-    The settings' ``--llmeval-gate`` gates; the gates of the manifests whose cases ran (read
-    again when the manifest is at hand); the manifest gates of ``earlier`` reports of the same
-    run (a merge's shards, the report ``summarize`` rebuilds), for manifests that are not;
-    the gates of ``manifests`` (those whose cases were collected, every one deselected
-    maybe: their gates are then ``partial``, never dropped). A suite's own gates are never
-    taken from a report: :func:`judge` asks the suite again.
+    The settings' ``--llmeval-gate`` gates; the gates of ``manifests``, those whose cases were
+    collected or ran (every case deselected maybe: their gates are then ``partial``, never
+    dropped), as the caller's :class:`~pytest_llmeval.inputs.manifest.ManifestIndex` read
+    them; the manifest gates of ``earlier`` reports of the same run (a merge's shards, the
+    report ``summarize`` rebuilds), for manifests that are not at hand. A suite's own gates
+    are never taken from a report: :func:`judge` asks the suite again.
     """
     gates: list[Gate] = []
     problems: list[str] = []
@@ -242,7 +242,7 @@ def gather_gates(
             gates.append(parse_gate(text, "cli"))
         except ValueError as exc:
             problems.append(f"--llmeval-gate: {exc}")
-    found, bad = _manifest_gates(results, settings.rootdir, manifests)
+    found, bad = _manifest_gates(manifests, results)
     gates += found
     problems += bad
     for report in earlier:
@@ -257,31 +257,24 @@ def is_broken(result: CaseResult) -> bool:
 
 
 def _manifest_gates(
-    results: Iterable[CaseResult], rootdir: Path, collected: Iterable[str] = ()
+    manifests: Iterable[Manifest | CaseFileError], results: Iterable[CaseResult]
 ) -> tuple[list[Gate], list[str]]:
+    """The gates of ``manifests``; a manifest that cannot be read is a problem, unless its own
+    error item is among ``results`` (that error says it, and fails the run as broken input)."""
     gates: list[Gate] = []
     problems: list[str] = []
-    # manifest -> whether an error item already reports it
-    manifests: dict[str, bool] = dict.fromkeys(collected, False)
-    for result in results:
-        if ".llmeval.yaml::" in result.nodeid:
-            name = result.nodeid.split("::", 1)[0]
-            manifests[name] = manifests.get(name, False) or is_broken(result)
-    for name, reported in sorted(manifests.items()):
-        if not (rootdir / name).is_file():
-            continue  # run elsewhere: the earlier reports carry its gates
-        try:
-            manifest = read_manifest(rootdir / name, name)
-        except CaseFileError as exc:
-            if not reported:  # else its error item says it, and fails the run (broken)
-                problems.append(str(exc))
+    reported = {r.file for r in results if is_broken(r)}
+    for manifest in manifests:
+        if isinstance(manifest, CaseFileError):
+            if manifest.path not in reported:
+                problems.append(str(manifest))
             continue
         if manifest.gates is None:
             continue
         try:
             gates += parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
         except ValueError as exc:
-            problems.append(f"{name}: gates: {exc}")
+            problems.append(f"{manifest.display}: gates: {exc}")
     return gates, problems
 
 

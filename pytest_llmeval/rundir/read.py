@@ -8,6 +8,7 @@ read), otherwise from ``results.jsonl``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,20 @@ from pydantic import ValidationError
 
 from pytest_llmeval.core.errors import RunDirError, RunDirVersionError
 from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.inputs.manifest import SUFFIX
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.journal import read_results
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.models import REPORT_VERSION, Report, RunManifest
 
-__all__ = ["RunRecord", "read_manifest", "read_report", "read_results_file", "read_run"]
+__all__ = [
+    "RunRecord",
+    "manifests_named",
+    "read_manifest",
+    "read_report",
+    "read_results_file",
+    "read_run",
+]
 
 
 @dataclass
@@ -78,6 +87,21 @@ def read_run(path: Path, *, report_required: bool = False) -> RunRecord:
     else:
         results = read_results_file(layout.results)
     return RunRecord(path, manifest, report, results, runners)
+
+
+def manifests_named(results: Iterable[CaseResult]) -> set[str]:
+    """The ``*.llmeval.yaml`` manifests (rootdir-relative) that results read back from a run
+    dir were collected through.
+
+    A result records its data file, not its manifest; its node id (``path::case id``, pytest's
+    form) starts with the file it was collected from, so that is where a result read back
+    says which manifest's gates judge it. A session knows its own cases' manifests."""
+    names = set()
+    for result in results:
+        name = result.nodeid.split("::", 1)[0]
+        if name.endswith(SUFFIX):
+            names.add(name)
+    return names
 
 
 def read_manifest(path: Path) -> RunManifest:

@@ -101,3 +101,24 @@ def test_summary_md_is_inert_for_hostile_case_text() -> None:
         "\\!\\[i\\]\\(http://e/i.png\\) \\[link\\]\\(http://e\\) "
         "&lt;img src=x onerror=alert\\(1\\)&gt; \\`c\\`"
     ]
+
+
+def test_summarize_finds_the_manifests_gates(pytester: pytest.Pytester) -> None:
+    """Without a session, the manifests are those the results were collected through: read
+    where they are, or, when they are not there (a run made elsewhere), taken from the old
+    report."""
+    write_json(pytester, "data/rows.json", CASES)
+    pytester.path.joinpath("qa.llmeval.yaml").write_text(
+        "suite: golden\ndata: data/rows.json\ngates: [pass_rate >= 0.5]\n"
+    )
+    pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    run = pytester.path / "run"
+    before = json.loads((run / "report.json").read_text())
+    assert [g["gate"]["name"] for g in before["gates"]["results"]] == ["golden.pass_rate>=0.5"]
+    (run / "report.json").unlink()  # no old report: the gate is the manifest's, read again
+    done = _summarize(str(run))
+    assert done.returncode == 1, done.stderr  # case b failed
+    assert json.loads((run / "report.json").read_text())["gates"] == before["gates"]
+    pytester.path.joinpath("qa.llmeval.yaml").unlink()  # elsewhere: the old report's gate
+    done = _summarize(str(run))
+    assert json.loads((run / "report.json").read_text())["gates"] == before["gates"]

@@ -97,3 +97,22 @@ def test_resume_says_what_its_tallies_count(pytester: pytest.Pytester) -> None:
             "misses (pytest's xfailed)",
         ]
     )
+
+
+def test_a_resume_judges_the_gates_of_the_manifests_it_reuses(pytester: pytest.Pytester) -> None:
+    """Resuming with fewer paths still reports every result of the run dir, so the gates of a
+    manifest whose results are only reused (not collected again) are judged too."""
+    rows = [{"id": "a", "input": "x", "expected_output": "x"}]
+    write_json(pytester, "a/rows.json", rows)
+    write_json(pytester, "b/rows.json", rows)
+    for name, gate in (("a", "pass_rate >= 0.5"), ("b", "passed >= 1")):
+        pytester.path.joinpath(f"{name}/m.llmeval.yaml").write_text(
+            f"suite: golden\ndata: rows.json\ngates: [{gate}]\n"
+        )
+    first = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert first.ret == pytest.ExitCode.OK
+    resumed = pytester.runpytest("a", "--llmeval-runner", "echo", "--llmeval-resume", "run")
+    report = json.loads((pytester.path / "run/report.json").read_text())
+    names = {g["gate"]["name"]: g["status"] for g in report["gates"]["results"]}
+    assert names == {"golden.pass_rate>=0.5": "passed", "golden.passed>=1": "passed"}
+    assert resumed.ret == pytest.ExitCode.OK

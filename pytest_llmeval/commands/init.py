@@ -52,6 +52,13 @@ TEMPLATE_SUFFIX = ".tmpl"
 """Stripped from a template's name when written: keeps Python templates out of the package's
 own modules (and its linters' and type checker's view)."""
 _PROG = "pytest_llmeval init"
+INI = PurePosixPath("pytest.ini")
+INI_KEYS = (
+    "llmeval_cassettes = cassettes",
+    "llmeval_fixtures = fixtures",
+    "llmeval_tool_registry = tools.json",
+)
+"""What the eval folder's ``pytest.ini`` sets: where its cassettes, fixtures and tools are."""
 
 
 class InitError(Exception):
@@ -140,6 +147,8 @@ def report_lines(result: InitResult) -> list[str]:
     if result.skipped:
         lines.append(f"skipped {len(result.skipped)} existing file(s), left as they are:")
         lines += [f"  {result.directory / rel}" for rel in result.skipped]
+    if INI in result.skipped:
+        lines.append(f"  ({result.directory / INI} was yours: it needs {', '.join(INI_KEYS)})")
     lines += [
         "",
         "Run it offline (replays the recorded answers of the example model in conftest.py):",

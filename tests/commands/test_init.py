@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval.commands.init import SUITES, template_files
+from pytest_llmeval.commands.init import INI_KEYS, SUITES, template_files
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "pytest_llmeval" / "commands" / "templates"
 UPDATE = os.environ.get("LLMEVAL_UPDATE_TEMPLATES") == "1"
@@ -127,6 +127,36 @@ def test_existing_files_are_skipped_listed_and_left_byte_identical(tmp_path: Pat
     assert "wrote" not in again.stdout
     assert f"skipped {len(before)} existing file(s)" in again.stdout
     assert snapshot(folder) == before
+
+
+def test_it_runs_from_a_project_with_its_own_pytest_configuration(tmp_path: Path) -> None:
+    """``pytest evals`` finds the folder's pytest.ini before the project's pyproject.toml, so
+    the eval folder runs as written; the project's own ``pytest`` is left as it was."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "0"\n'
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "--strict-markers"\n'
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_app.py").write_text("def test_app():\n    pass\n")
+    assert init(tmp_path, "--suite", "golden,toolforge").returncode == 0
+    result = pytest_run(tmp_path, "evals", "-q", f"--llmeval-run-dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    assert_all_judged(tmp_path, tmp_path / "run", ("golden", "toolforge"))
+    own = pytest_run(tmp_path, "-q")
+    assert own.returncode == 0 and "1 passed" in own.stdout, own.stdout
+
+
+def test_a_pytest_ini_of_the_users_is_kept_and_named_with_the_keys_it_needs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "pytest.ini").write_text("[pytest]\n")
+    done = init(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"  (evals/pytest.ini was yours: it needs {', '.join(INI_KEYS)})" in done.stdout
+    assert (tmp_path / "evals" / "pytest.ini").read_text() == "[pytest]\n"
+    shipped = (TEMPLATES / "common" / "pytest.ini").read_text().splitlines()
+    assert [line for line in shipped if line.startswith("llmeval_")] == list(INI_KEYS)
 
 
 @pytest.mark.parametrize(

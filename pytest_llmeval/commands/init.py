@@ -157,6 +157,8 @@ def report_lines(result: InitResult) -> list[str]:
         "(the key, if any, is read from OPENAI_API_KEY):",
         f"  pytest {where} --llmeval-runner openai --llmeval-model MODEL"
         " --llmeval-base-url URL --llmeval-record new",
+        "and replay that recording offline (the example model's stays beside it):",
+        f"  pytest {where} --llmeval-replay-from openai",
     ]
     return lines
 

@@ -1,6 +1,6 @@
-"""Offline commands on run dirs: ``python -m pytest_llmeval summarize RUN_DIR``, ``merge OUT_DIR
-RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (see
-``report/shard_commands.py``)."""
+"""Offline commands: ``python -m pytest_llmeval init [DIR] [--suite NAME]`` (start an eval
+folder, ``commands/init.py``), and on run dirs ``summarize RUN_DIR``, ``merge OUT_DIR
+RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (``commands/shards.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_llmeval.commands import init as init_command
 from pytest_llmeval.commands import shards as shard_commands
 from pytest_llmeval.commands.summarize import summarize
 from pytest_llmeval.core.errors import LLMEvalError
@@ -21,9 +22,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = commands.add_parser("summarize", help="rebuild a run dir's reports from its results")
     cmd.add_argument("run_dir", type=Path, help="the run dir")
     shard_commands.add_parsers(commands)
+    init_command.add_parser(commands)
     args = list(sys.argv[1:] if argv is None else argv)
     args, pytest_args = shard_commands.split_pytest_args(args)
     options = parser.parse_args(args)
+    if options.command == "init":
+        return init_command.run(options)
     if options.command in shard_commands.COMMANDS:
         return shard_commands.run(options, pytest_args)
     try:

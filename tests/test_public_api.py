@@ -35,8 +35,9 @@ FENCE = re.compile(
 
 def user_facing_code() -> list[tuple[str, int, str]]:
     """(file, line where the code starts, Python source) of everything a user reads or copies:
-    the Python blocks of the README and docs (not the maintainers' ``docs/architecture.md``)
-    and the files of ``examples/``, ``evals/`` and ``fixtures/``."""
+    the Python blocks of the README and docs (not the maintainers' ``docs/architecture.md``),
+    the files of ``examples/``, ``evals/`` and ``fixtures/``, and the ``conftest.py`` that
+    ``python -m pytest_llmeval init`` writes."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     pages += sorted((ROOT / "examples").rglob("*.md"))
     code = []
@@ -51,6 +52,8 @@ def user_facing_code() -> list[tuple[str, int, str]]:
     for folder in ("examples", "evals", "fixtures"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             code.append((str(path.relative_to(ROOT)), 1, path.read_text(encoding="utf-8")))
+    for path in sorted((ROOT / "pytest_llmeval" / "commands" / "templates").rglob("*.py.tmpl")):
+        code.append((str(path.relative_to(ROOT)), 1, path.read_text(encoding="utf-8")))  # init's
     return code
 
 

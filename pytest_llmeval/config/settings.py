@@ -455,7 +455,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "mlflow",
         "Log the finished run to this MLflow tracking URI (http(s)://..., databricks, "
         "file:///abs/path): settings as params, report metrics, fingerprints as tags, the run "
-        "dir as artifacts. Needs pip install 'pytest-llmeval[mlflow]'.",
+        "dir as artifacts. Needs pip install 'pytest-llmeval-harness[mlflow]'.",
         metavar="TRACKING_URI",
     ),
     OptionSpec(

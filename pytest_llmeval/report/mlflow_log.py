@@ -58,7 +58,7 @@ from pytest_llmeval.core.redact import MASK, Redactor, find_leaks, public_url, s
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.layout import RunLayout
 
-INSTALL_HINT = "pip install 'pytest-llmeval[mlflow]'"
+INSTALL_HINT = "pip install 'pytest-llmeval-harness[mlflow]'"
 RELOG_COMMAND = "python -m pytest_llmeval.report.mlflow_log"
 DEFAULT_EXPERIMENT = "pytest-llmeval"
 TRUNCATED = "...[truncated]"

@@ -82,7 +82,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 INSTALL_HINT = (
     "the hf runner needs torch and transformers: install torch first (on a machine without "
     "a GPU, the CPU-only build of torch, which is much smaller), then "
-    "pip install 'pytest-llmeval[hf]'"
+    "pip install 'pytest-llmeval-harness[hf]'"
 )
 
 _TOKENIZER_FILES = (

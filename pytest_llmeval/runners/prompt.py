@@ -2,7 +2,7 @@
 
 ``--llmeval-prompt-wrapper PATH`` names a template file; its kind comes from its suffix.
 
-``.j2`` (Jinja2, ``pip install 'pytest-llmeval[templates]'``)
+``.j2`` (Jinja2, ``pip install 'pytest-llmeval-harness[templates]'``)
     Renders to a JSON object ``{"system": ..., "user": ...}``::
 
         {"system": "{{ system }} Answer in one sentence.",
@@ -56,7 +56,7 @@ __all__ = ["PromptWrapper", "RenderedPrompt"]
 WrapperKind = Literal["j2", "tmpl"]
 _SUFFIXES: dict[str, WrapperKind] = {".j2": "j2", ".tmpl": "tmpl"}
 _JINJA_HINT = (
-    ".j2 prompt wrappers need Jinja2: pip install 'pytest-llmeval[templates]' "
+    ".j2 prompt wrappers need Jinja2: pip install 'pytest-llmeval-harness[templates]' "
     "(or pip install jinja2), or use a .tmpl wrapper"
 )
 

@@ -45,7 +45,7 @@ QUESTION_COLUMNS = ("question", "Question")
 TRUTH_COLUMNS = ("final_answer", "Final answer", "answer")
 ID_COLUMNS = ("task_id", "id")
 LEVEL_COLUMN = "Level"
-INSTALL_HINT = "pip install 'pytest-llmeval[gaia]'"
+INSTALL_HINT = "pip install 'pytest-llmeval-harness[gaia]'"
 
 OPTIONS = (
     "limit",

@@ -13,7 +13,8 @@ thousands of parameters with seeded random weights, and saves both with ``save_p
 The same arguments give byte-identical files (so the same ``hf`` runner fingerprint); another
 seed gives other weights. The model is random: its output is gibberish, but it is a real
 checkpoint that goes through the real loading, chat template, generation and scoring code.
-Needs ``torch``, ``transformers`` and ``tokenizers`` (``pip install 'pytest-llmeval[hf]'``).
+Needs ``torch``, ``transformers`` and ``tokenizers``
+(``pip install 'pytest-llmeval-harness[hf]'``).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _import() -> tuple[Any, Any, Any]:
         raise ImportError(
             f"build_tiny_model needs torch, transformers and tokenizers ({exc}); install "
             "torch first (the CPU-only build on a machine without a GPU), then "
-            "pip install 'pytest-llmeval[hf]'"
+            "pip install 'pytest-llmeval-harness[hf]'"
         ) from exc
     return tokenizers, torch, transformers
 

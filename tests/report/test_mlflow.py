@@ -259,9 +259,9 @@ def test_missing_mlflow_names_the_extra(
 ) -> None:
     run_dir = _run_dir(pytester, runner="echo")
     monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow raises ImportError
-    with pytest.raises(MlflowLogError, match=r"pip install 'pytest-llmeval\[mlflow\]'"):
+    with pytest.raises(MlflowLogError, match=r"pip install 'pytest-llmeval-harness\[mlflow\]'"):
         log_run(run_dir, (tmp_path / "mlruns").as_uri(), "evals")
-    assert INSTALL_HINT == "pip install 'pytest-llmeval[mlflow]'"
+    assert INSTALL_HINT == "pip install 'pytest-llmeval-harness[mlflow]'"
 
 
 def test_an_unreachable_server_is_a_clear_error_without_credentials(

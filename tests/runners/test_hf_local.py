@@ -164,7 +164,7 @@ def test_missing_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(__import__("sys").modules, "transformers", None)
     with pytest.raises(ConfigError) as info:
         hf_local._require()
-    assert "pip install 'pytest-llmeval[hf]'" in str(info.value)
+    assert "pip install 'pytest-llmeval-harness[hf]'" in str(info.value)
     assert "install torch first" in str(info.value)
 
 

@@ -1,0 +1,199 @@
+"""``python -m pytest_llmeval init [DIR] [--suite NAME ...]``: start an eval folder in a project.
+
+For each suite asked for it writes a minimal, working eval folder from the templates shipped
+in ``commands/templates/`` (package data): a data file with a few real-looking cases, a
+``*.llmeval.yaml`` manifest with one gate, the recorded answers (cassettes) of the tiny example
+model, and, shared by every suite, a ``conftest.py`` that defines and registers that model
+(where a user's runner or agent plugs in), a ``tools.json`` tool registry, tool fixtures, and
+a ``pytest.ini`` that makes the folder its own pytest root, so that ``pytest DIR`` from the
+project's root replays the cassettes offline and exits 0 before anything is connected.
+
+It never writes over a file: one that exists is left as it is and listed as skipped. The
+templates' cassettes are recorded from the template model through the real record path by
+``tests/commands/test_init.py``, which also checks that they are what the model answers, so the
+two cannot drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from importlib.resources import files
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+__all__ = [
+    "DEFAULT_DIR",
+    "SUITES",
+    "InitError",
+    "InitResult",
+    "add_parser",
+    "init",
+    "parse_suites",
+    "report_lines",
+    "run",
+    "template_files",
+]
+
+SUITES = ("golden", "toolforge", "integration", "when2call", "gaia")
+"""The suites ``init`` has a starter for, in the order it lists them."""
+DEFAULT_DIR = Path("evals")
+"""Where ``init`` writes when no folder is named."""
+COMMON = "common"
+"""The templates every suite needs: the model's conftest, the pytest.ini, tools, fixtures."""
+TEMPLATE_SUFFIX = ".tmpl"
+"""Stripped from a template's name when written: keeps Python templates out of the package's
+own modules (and its linters' and type checker's view)."""
+_PROG = "pytest_llmeval init"
+INI = PurePosixPath("pytest.ini")
+INI_KEYS = (
+    "llmeval_cassettes = cassettes",
+    "llmeval_fixtures = fixtures",
+    "llmeval_tool_registry = tools.json",
+)
+"""What the eval folder's ``pytest.ini`` sets: where its cassettes, fixtures and tools are."""
+
+
+class InitError(Exception):
+    """What stops ``init`` before it writes anything: one line for the user."""
+
+
+class InitResult(BaseModel):
+    """What one ``init`` did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    directory: Path
+    """The eval folder, as the user named it."""
+    suites: tuple[str, ...]
+    """The suites written, in :data:`SUITES` order."""
+    written: tuple[PurePosixPath, ...]
+    """The files written, relative to :attr:`directory`."""
+    skipped: tuple[PurePosixPath, ...]
+    """The files that existed and were left as they are, relative to :attr:`directory`."""
+
+
+def parse_suites(values: Sequence[str]) -> tuple[str, ...]:
+    """The suites of repeated or comma-separated ``--suite`` values, in :data:`SUITES` order;
+    none given means golden. An unknown name raises :class:`InitError`."""
+    names = {name.strip() for value in values for name in value.split(",")} - {""}
+    unknown = sorted(names - set(SUITES))
+    if unknown:
+        raise InitError(
+            f"unknown suite {', '.join(map(repr, unknown))}; choose from {', '.join(SUITES)}"
+        )
+    return tuple(s for s in SUITES if s in names) or ("golden",)
+
+
+def _templates() -> Traversable:
+    return files("pytest_llmeval.commands").joinpath("templates")
+
+
+def _walk(folder: Traversable, prefix: PurePosixPath) -> Iterator[tuple[PurePosixPath, bytes]]:
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            yield from _walk(entry, prefix / entry.name)
+        elif entry.is_file():
+            yield prefix / entry.name.removesuffix(TEMPLATE_SUFFIX), entry.read_bytes()
+
+
+def template_files(suites: Sequence[str]) -> dict[PurePosixPath, bytes]:
+    """Every file ``init`` writes for ``suites``: its path in the eval folder → its bytes.
+    A file two suites share (a cassette both record) is the same in both."""
+    out: dict[PurePosixPath, bytes] = {}
+    for part in (COMMON, *suites):
+        out.update(_walk(_templates().joinpath(part), PurePosixPath()))
+    return dict(sorted(out.items()))
+
+
+def init(directory: Path, suites: Sequence[str]) -> InitResult:
+    """Write the eval folder for ``suites`` into ``directory``, never over an existing file.
+    A ``directory`` (or a folder on the way to one of its files) that is not a folder raises
+    :class:`InitError` before anything is written."""
+    planned = template_files(suites)
+    for path in [directory, *(directory / rel.parent for rel in planned)]:
+        for place in (path, *path.parents):
+            if place.exists() and not place.is_dir():
+                raise InitError(f"{place} is a file, not a folder: name another DIR")
+    written: list[PurePosixPath] = []
+    skipped: list[PurePosixPath] = []
+    for rel, content in planned.items():
+        target = directory / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with target.open("xb") as out:  # exclusive: an existing file is never replaced
+                out.write(content)
+        except FileExistsError:
+            skipped.append(rel)
+        else:
+            written.append(rel)
+    return InitResult(
+        directory=directory, suites=tuple(suites), written=tuple(written), skipped=tuple(skipped)
+    )
+
+
+def report_lines(result: InitResult) -> list[str]:
+    """What ``init`` prints: the files written and skipped, then the two commands to run."""
+    where = shlex.quote(str(result.directory))
+    lines = [f"{_PROG}: {', '.join(result.suites)} in {result.directory}/"]
+    lines += [f"  wrote {result.directory / rel}" for rel in result.written]
+    if result.skipped:
+        lines.append(f"skipped {len(result.skipped)} existing file(s), left as they are:")
+        lines += [f"  {result.directory / rel}" for rel in result.skipped]
+    if INI in result.skipped:
+        lines.append(f"  ({result.directory / INI} was yours: it needs {', '.join(INI_KEYS)})")
+    lines += [
+        "",
+        "Run it offline (replays the recorded answers of the example model in conftest.py):",
+        f"  pytest {where}",
+        "Run it against an OpenAI-compatible endpoint, recording its answers for offline replay",
+        "(the key, if any, is read from OPENAI_API_KEY):",
+        f"  pytest {where} --llmeval-runner openai --llmeval-model MODEL"
+        " --llmeval-base-url URL --llmeval-record new",
+        "and replay that recording offline (the example model's stays beside it):",
+        f"  pytest {where} --llmeval-replay-from openai",
+    ]
+    return lines
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``init`` on the ``python -m pytest_llmeval`` command line."""
+    cmd = commands.add_parser("init", help="start an eval folder: data, manifest, model, tools")
+    cmd.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_DIR,
+        help=f"the eval folder to write (default: {DEFAULT_DIR})",
+    )
+    cmd.add_argument(
+        "--suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"a suite to start, repeatable or comma-separated: {', '.join(SUITES)} "
+        "(default: golden)",
+    )
+
+
+def run(options: argparse.Namespace) -> int:
+    """Run ``init`` for parsed ``options``: 0 when done (files skipped included), 2 with one
+    line on stderr when it could not start or write."""
+    try:
+        result = init(options.directory, parse_suites(options.suite))
+    except InitError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{_PROG}: cannot write {options.directory}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    for line in report_lines(result):
+        print(line)
+    return 0

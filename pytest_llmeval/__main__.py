@@ -1,6 +1,7 @@
 """Offline commands on run dirs: ``python -m pytest_llmeval summarize RUN_DIR``, ``merge OUT_DIR
-RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (see
-``report/shard_commands.py``)."""
+RUN_DIR...``, ``validate-sharding --shards N [pytest args...]`` (see
+``report/shard_commands.py``), ``runs [ROOT]`` (the run history) and ``compare RUN_A RUN_B
+[RUN_C ...]`` (runs side by side)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_llmeval.commands import compare as compare_command
+from pytest_llmeval.commands import runs as runs_command
 from pytest_llmeval.commands import shards as shard_commands
 from pytest_llmeval.commands.summarize import summarize
 from pytest_llmeval.core.errors import LLMEvalError
@@ -21,11 +24,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = commands.add_parser("summarize", help="rebuild a run dir's reports from its results")
     cmd.add_argument("run_dir", type=Path, help="the run dir")
     shard_commands.add_parsers(commands)
+    cmd = commands.add_parser("runs", help="list the run dirs under an output root, newest first")
+    cmd.add_argument(
+        "root",
+        type=Path,
+        nargs="?",
+        default=runs_command.DEFAULT_ROOT,
+        help=f"the output root (default: {runs_command.DEFAULT_ROOT})",
+    )
+    compare_command.add_parser(commands)
     args = list(sys.argv[1:] if argv is None else argv)
     args, pytest_args = shard_commands.split_pytest_args(args)
     options = parser.parse_args(args)
     if options.command in shard_commands.COMMANDS:
         return shard_commands.run(options, pytest_args)
+    if options.command == "runs":
+        return runs_command.main(options.root)
+    if options.command == "compare":
+        return compare_command.run(options)
     try:
         done = summarize(options.run_dir)
     except (LLMEvalError, OSError) as exc:

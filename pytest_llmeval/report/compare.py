@@ -16,6 +16,7 @@ first run (pure; ``python -m pytest_llmeval compare`` reads the run dirs and wri
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 from typing import Literal
@@ -51,6 +52,9 @@ MAX_MARKDOWN_ROWS = 50
 
 MARKER = "written by python -m pytest_llmeval compare"
 """In every file ``compare`` writes: it replaces only files that carry it."""
+
+_PLAIN = re.compile(r"^[\w .,:;/@+^%=()-]*$")
+_LOOSE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
 
 CellOutcome = Literal["passed", "failed", "xfail", "error", "skipped"]
 
@@ -284,6 +288,15 @@ def p_text(value: float) -> str:
     return f"{value:.4g}"
 
 
+def md_plain(text: str) -> str:
+    """``text`` as is when no Markdown can come of it (``acc_norm``, ``macro-F1 (3)``,
+    ``replay: example-router``), else escaped (:func:`~pytest_llmeval.core.markdown.md_text`):
+    our own labels stay readable in the terminal, anything else stays inert."""
+    if _PLAIN.match(text) and not _LOOSE_UNDERSCORE.search(text):
+        return text
+    return md_text(text)
+
+
 def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) -> str:
     """``compare.md``: the runs, the suite table, the statistics against the first run and the
     case matrix (its first ``max_rows`` rows; it says how many more ``compare.html`` has)."""
@@ -297,19 +310,21 @@ def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) 
         verdict = run.verdict + (f" (interrupted: {run.interrupted})" if run.interrupted else "")
         out.append(
             f"| {run.key} | {md_cell(md_code(run.name))} | {run.started} | "
-            f"{md_cell(md_text(run.runner))} | {run.cases} | {md_cell(md_text(verdict))} |"
+            f"{md_cell(md_plain(run.runner))} | {run.cases} | {md_cell(md_plain(verdict))} |"
         )
     out += ["", "## Suites", "", "| suite | metric | " + " | ".join(keys) + " |",
             "|---|---|" + "---:|" * len(keys)]  # fmt: skip
     for suite in comparison.suites:
         numbers = [format_headline(h, label=False) if h else "—" for h in suite.cells]
         out.append(
-            f"| {md_text(suite.suite)} | {md_text(suite.label)} | " + " | ".join(numbers) + " |"
+            f"| {md_plain(suite.suite)} | {md_plain(suite.label)} | " + " | ".join(numbers) + " |"
         )
     if comparison.pairs:
         first = keys[0]
         out += ["", f"## Against {first}", "",
-                f"| run | compared | {first} pass → fail | {first} fail → pass | McNemar p | "
+                f"Flips from {first} to each run, over the cases both judged with the same data; "
+                "the exact McNemar test is on the two flip counts.", "",
+                f"| run | compared | pass → fail | fail → pass | McNemar p | "
                 f"only in {first} | only in this run | data changed |",
                 "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         for pair in comparison.pairs:

@@ -32,10 +32,18 @@ def case(case_id: str, passes: bool, category: str = "qa") -> dict[str, Any]:
 def echo_run(
     pytester: pytest.Pytester, cases: dict[str, bool], *args: str, name: str = "qa.golden.json"
 ) -> Path:
-    """One session over ``cases`` (id -> passes); the run dir it wrote (the newest one)."""
-    write_json(pytester, name, [case(i, ok) for i, ok in cases.items()])
+    """One echo session over ``cases`` (id -> passes); the run dir it wrote."""
+    rows = [case(i, ok) for i, ok in cases.items()]
+    return session(pytester, rows, "--llmeval-runner", "echo", *args, name=name)
+
+
+def session(
+    pytester: pytest.Pytester, rows: list[dict[str, Any]], *args: str, name: str = "qa.golden.json"
+) -> Path:
+    """One session over the golden ``rows`` (written to ``name``); the run dir it wrote."""
+    write_json(pytester, name, rows)
     before = set(run_dirs(pytester))
-    pytester.runpytest(name, "--llmeval-runner", "echo", "-p", "no:cacheprovider", *args)
+    pytester.runpytest(name, "-p", "no:cacheprovider", *args)
     made = sorted(set(run_dirs(pytester)) - before)
     assert len(made) == 1, made
     return made[0]

@@ -25,7 +25,7 @@ from pytest_llmeval.report.compare import MARKER, MAX_MARKDOWN_ROWS, compare_mar
 from pytest_llmeval.report.html.compare import render_compare_html
 from pytest_llmeval.rundir.files import is_run_dir, write_text
 from pytest_llmeval.rundir.latest import LATEST, resolve_latest
-from pytest_llmeval.rundir.read import RunRecord, read_run
+from pytest_llmeval.rundir.outcomes import RunOutcomes, read_outcomes
 
 __all__ = ["COMPARE", "FILES", "add_parser", "compare", "run"]
 
@@ -115,12 +115,12 @@ def resolve_run(arg: str) -> Path:
     return path
 
 
-def _read(path: Path) -> RunRecord:
+def _read(path: Path) -> RunOutcomes:
     if not path.exists():
         raise CompareError(f"{path}: no such run dir")
     if not path.is_dir():
         raise CompareError(f"{path}: is not a folder; give a run dir")
-    return read_run(path, report_required=True)
+    return read_outcomes(path)
 
 
 def _check_out(out: Path) -> None:

@@ -1,7 +1,7 @@
 """``python -m pytest_llmeval runs [ROOT]``: every run dir under an output root, newest first.
 
-Each run dir is read back through :func:`~pytest_llmeval.rundir.read.read_run` and shown at a
-glance (:mod:`pytest_llmeval.report.history`). Anything else under the root gets one line
+Each run dir is read back through :func:`~pytest_llmeval.rundir.outcomes.read_outcomes` and
+shown at a glance (:mod:`pytest_llmeval.report.history`). Anything else under the root gets one line
 saying what it is: a folder that is not a run dir, a run dir whose files cannot be read, one
 whose session never finished, one a session is writing now. ``latest`` (the pointer at the
 newest run) and hidden entries are skipped.
@@ -27,7 +27,7 @@ from pytest_llmeval.report.history import ListedEntry, RunSummary, history_lines
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.rundir.latest import LATEST
 from pytest_llmeval.rundir.layout import RunLayout
-from pytest_llmeval.rundir.read import read_run
+from pytest_llmeval.rundir.outcomes import read_outcomes
 
 __all__ = ["DEFAULT_ROOT", "Listing", "RootError", "list_runs", "main"]
 
@@ -125,10 +125,10 @@ def _entry(path: Path) -> RunSummary | ListedEntry:
             ),
         )
     try:
-        record = read_run(path, report_required=True)
+        run = read_outcomes(path)
     except (RunDirError, OSError) as exc:
         return ListedEntry(name=name, kind="broken", message=_one_line(str(exc), path))
-    return run_summary(record)
+    return run_summary(run)
 
 
 def _in_use(run_dir: Path) -> bool:

@@ -24,11 +24,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
-from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.baseline import Baseline, BaselineCase, diff, subset_of
 from pytest_llmeval.report.headlines import Headline, format_headline, headlines
 from pytest_llmeval.report.history import run_summary, runner_text, started_text
-from pytest_llmeval.rundir.read import RunRecord
+from pytest_llmeval.rundir.outcomes import CaseOutcome, RunOutcomes
 
 __all__ = [
     "MARKER",
@@ -162,8 +161,8 @@ def run_keys(n: int) -> list[str]:
     return [letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26] for i in range(n)]
 
 
-def compare_runs(records: Sequence[RunRecord]) -> Comparison:
-    """The comparison of ``records`` (each read with its report), the first as reference."""
+def compare_runs(records: Sequence[RunOutcomes]) -> Comparison:
+    """The comparison of ``records``, the first as reference."""
     keys = run_keys(len(records))
     runs = [_column(key, record) for key, record in zip(keys, records, strict=True)]
     cases = _case_rows(records)
@@ -183,7 +182,7 @@ def compare_runs(records: Sequence[RunRecord]) -> Comparison:
 # -- building ----------------------------------------------------------------------------------
 
 
-def _column(key: str, record: RunRecord) -> RunColumn:
+def _column(key: str, record: RunOutcomes) -> RunColumn:
     summary = run_summary(record)
     cut = summary.interrupted
     return RunColumn(
@@ -195,12 +194,12 @@ def _column(key: str, record: RunRecord) -> RunColumn:
         cases=summary.cases,
         verdict=summary.verdict,
         interrupted=f"{cut.reason}: {cut.cases_run} of {cut.cases_total} ran" if cut else None,
-        dataset_sha256=record.report.dataset_sha256 if record.report else "",
+        dataset_sha256=record.report.dataset_sha256,
     )
 
 
-def _suite_rows(records: Sequence[RunRecord]) -> list[SuiteRow]:
-    per_run = [headlines(r.report) if r.report is not None else {} for r in records]
+def _suite_rows(records: Sequence[RunOutcomes]) -> list[SuiteRow]:
+    per_run = [headlines(r.report) for r in records]
     order: dict[tuple[str, str], None] = {}
     for found in per_run:
         for suite in sorted(found):
@@ -216,24 +215,26 @@ def _suite_rows(records: Sequence[RunRecord]) -> list[SuiteRow]:
     return rows
 
 
-def _cell(result: CaseResult | None) -> CaseCell:
+def _cell(result: CaseOutcome | None) -> CaseCell:
+    # built unvalidated (model_construct) from validated rows: a matrix has a cell per case
+    # and run, and validating each again triples the time of a 20,000-case comparison
     if result is None:
-        return CaseCell(outcome=None)
+        return CaseCell.model_construct(outcome=None, score=None, scores={})
     outcome: CellOutcome = "xfail" if result.xfailed else result.outcome
     scores = dict(sorted(result.scores.items()))
     score = sum(scores.values()) / len(scores) if scores else None
-    return CaseCell(outcome=outcome, score=score, scores=scores)
+    return CaseCell.model_construct(outcome=outcome, score=score, scores=scores)
 
 
-def _case_rows(records: Sequence[RunRecord]) -> list[CaseRow]:
-    by_run = [{r.nodeid: r for r in record.results} for record in records]
+def _case_rows(records: Sequence[RunOutcomes]) -> list[CaseRow]:
+    by_run = [{r.nodeid: r for r in record.outcomes} for record in records]
     nodeids = sorted(set().union(*by_run))
     rows = []
     for nodeid in nodeids:
         found = [results.get(nodeid) for results in by_run]
         present = [r for r in found if r is not None]
         rows.append(
-            CaseRow(
+            CaseRow.model_construct(
                 nodeid=nodeid,
                 suite=present[0].suite,
                 cells=[_cell(r) for r in found],
@@ -245,15 +246,17 @@ def _case_rows(records: Sequence[RunRecord]) -> list[CaseRow]:
     return sorted(rows, key=lambda row: (rank[row.differs] if row.shared else 1, row.nodeid))
 
 
-def _pair(key: str, reference: RunRecord, other: RunRecord) -> PairStats:
+def _pair(key: str, reference: RunOutcomes, other: RunOutcomes) -> PairStats:
+    body = reference.report.dump()
     baseline = Baseline(
         source=str(reference.path),
         run_id=reference.manifest.run_id,
-        report=reference.report_body,
-        results=[_baseline_case(r) for r in reference.results],
-        subset=subset_of(reference.report_body, reference.manifest.shard),
+        report=body,
+        results=[_baseline_case(r) for r in reference.outcomes],
+        subset=subset_of(body, reference.manifest.shard),
     )
-    found = diff(other.report_body, other.results, baseline, allow_mismatch=True)
+    current = [_baseline_case(r) for r in other.outcomes]
+    found = diff(other.report.dump(), current, baseline, allow_mismatch=True)
     return PairStats(
         key=key,
         compared=found.compared,
@@ -267,10 +270,14 @@ def _pair(key: str, reference: RunRecord, other: RunRecord) -> PairStats:
     )
 
 
-def _baseline_case(result: CaseResult) -> BaselineCase:
-    return BaselineCase.model_validate(
-        result.model_dump(mode="json", include=set(BaselineCase.model_fields))
+def _baseline_case(result: CaseOutcome) -> BaselineCase:
+    """The baseline diff's view of a case (its fields are a subset of the validated row's)."""
+    return BaselineCase.model_construct(
+        **{name: getattr(result, name) for name in _BASELINE_FIELDS}
     )
+
+
+_BASELINE_FIELDS = tuple(BaselineCase.model_fields)
 
 
 # -- Markdown ----------------------------------------------------------------------------------

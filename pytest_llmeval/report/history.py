@@ -17,9 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_llmeval.report.headlines import Headline, format_headline, headlines
-from pytest_llmeval.report.verdict import Fault, Verdict, is_broken, nothing_judged
 from pytest_llmeval.rundir.models import Interrupted
-from pytest_llmeval.rundir.read import RunRecord
+from pytest_llmeval.rundir.outcomes import RunOutcomes
 
 __all__ = [
     "EntryKind",
@@ -81,60 +80,54 @@ class ListedEntry(BaseModel):
     """One line: what is wrong, and what to do."""
 
 
-def run_summary(record: RunRecord) -> RunSummary:
-    """A run dir read back (:func:`~pytest_llmeval.rundir.read.read_run`) at a glance; it needs
-    the run's ``report.json``."""
-    manifest, report = record.manifest, record.report
-    assert report is not None, "run_summary needs a report"
-    verdict, reasons = run_verdict(record)
+def run_summary(run: RunOutcomes) -> RunSummary:
+    """A finished run dir (:func:`~pytest_llmeval.rundir.outcomes.read_outcomes`) at a
+    glance."""
+    manifest, report = run.manifest, run.report
+    verdict, reasons = run_verdict(run)
     runner = str(manifest.settings.get("runner") or "?")
     return RunSummary(
-        name=record.path.name,
-        path=str(record.path),
+        name=run.path.name,
+        path=str(run.path),
         run_id=manifest.run_id,
         started=manifest.started,
         runner=runner,
-        models=_models(record, runner),
+        models=_models(run, runner),
         cases=report.totals.total,
         suites=headlines(report),
         verdict=verdict,
         reasons=reasons,
         interrupted=report.interrupted or manifest.interrupted,
-        note=_note(record),
+        note=_note(run),
     )
 
 
-def run_verdict(record: RunRecord) -> tuple[RunVerdict, list[str]]:
-    """The run's verdict from its report and results, and the reasons for it."""
-    report = record.report
-    assert report is not None
-    results = record.results
-    judged = Verdict(
-        gate_results=list(report.gates.results) if report.gates is not None else [],
-        baseline_diff=report.baseline,
-        broken=[r.nodeid for r in results if is_broken(r)],
-        errored=[r.nodeid for r in results if r.outcome == "error" and not is_broken(r)],
-    )
-    unjudged = nothing_judged(results)
-    if unjudged is not None and report.interrupted is None:
-        judged.faults.append(Fault("unjudged", unjudged))
-    reasons = [f"gate {g.gate.name} failed" for g in judged.failed_gates]
-    if judged.baseline_diff is not None and judged.baseline_diff.regressed:
-        reasons.append(f"{judged.baseline_diff.pass_to_fail} regression(s) against the baseline")
-    if judged.errored or judged.broken:
-        reasons.append(f"{len(judged.errored) + len(judged.broken)} case(s) errored")
-    reasons += [fault.message for fault in judged.faults]
-    exit_on = str(record.manifest.settings.get("exit_on") or "all")
-    missed = sum(1 for r in results if r.outcome == "failed" and not r.xfailed)
+def run_verdict(run: RunOutcomes) -> tuple[RunVerdict, list[str]]:
+    """The run's verdict from its report and case outcomes, and the reasons for it (as
+    :mod:`pytest_llmeval.report.verdict` decided it for the session: gates, the baseline,
+    errored cases, nothing judged, and failed cases unless ``--llmeval-exit-on gates``)."""
+    report, outcomes = run.report, run.outcomes
+    gates = report.gates.results if report.gates is not None else []
+    reasons = [f"gate {g.gate.name} failed" for g in gates if g.failed]
+    if report.baseline is not None and report.baseline.regressed:
+        reasons.append(f"{report.baseline.pass_to_fail} regression(s) against the baseline")
+    errored = sum(1 for o in outcomes if o.outcome == "error")
+    if errored:
+        reasons.append(f"{errored} case(s) errored")
+    interrupted = report.interrupted or run.manifest.interrupted
+    if outcomes and all(o.outcome == "skipped" for o in outcomes) and interrupted is None:
+        reasons.append(f"nothing was judged: all {len(outcomes)} eval case(s) were skipped")
+    exit_on = str(run.manifest.settings.get("exit_on") or "all")
+    missed = sum(1 for o in outcomes if o.outcome == "failed" and not o.xfailed)
     if missed and exit_on == "all":
         reasons.append(f"{missed} case(s) failed")
-    if judged.exit_code(results, exit_on) != 0 or reasons:
+    if reasons:
         return "failed", reasons
-    interrupted = report.interrupted or record.manifest.interrupted
     if interrupted is not None:
         return "partial", [f"cut short ({interrupted.reason})"]
-    if judged.partial_gates:
-        return "partial", [f"{len(judged.partial_gates)} gate(s) judged a subset of their cases"]
+    partial = sum(1 for g in gates if g.status == "partial")
+    if partial:
+        return "partial", [f"{partial} gate(s) judged a subset of their cases"]
     return "passed", []
 
 
@@ -190,23 +183,23 @@ def history_lines(entries: Sequence[RunSummary | ListedEntry]) -> list[str]:
     return lines
 
 
-def _models(record: RunRecord, runner: str) -> list[str]:
+def _models(run: RunOutcomes, runner: str) -> list[str]:
     found: set[str] = set()
-    for fingerprint in record.runners.values():
+    for fingerprint in run.runners.values():
         model = fingerprint.get("model")
         kind = fingerprint.get("type")
         if isinstance(model, str) and model:
             found.add(model)
         elif isinstance(kind, str) and kind and kind != runner:
             found.add(kind)
-    setting = record.manifest.settings.get("model")
+    setting = run.manifest.settings.get("model")
     if not found and isinstance(setting, str) and setting:
         found.add(setting)
     return sorted(found)
 
 
-def _note(record: RunRecord) -> str | None:
-    if record.manifest.merged_from:
-        return f"merged from {len(record.manifest.merged_from)} shard run dirs"
-    shard = record.shard
+def _note(run: RunOutcomes) -> str | None:
+    if run.manifest.merged_from:
+        return f"merged from {len(run.manifest.merged_from)} shard run dirs"
+    shard = run.shard
     return f"shard {shard[0]}/{shard[1]}" if shard else None

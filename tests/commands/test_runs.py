@@ -134,3 +134,23 @@ def test_latest_is_written_by_the_xdist_controller(pytester: pytest.Pytester) ->
     done = command(pytester.path, "runs")
     assert done.returncode == 0, done.stderr
     assert f"  {run.name}  echo  4 cases  failed" in done.stdout
+
+
+def test_runs_reads_the_journal_without_results_and_refuses_a_bad_row(
+    pytester: pytest.Pytester,
+) -> None:
+    run = echo_run(pytester, {"a": True, "b": False})
+    root = pytester.path / ROOT
+    journal_only = root / "20200101T000000Z_journalonly"
+    shutil.copytree(run, journal_only)
+    (journal_only / "results.jsonl").unlink()
+    bad_row = root / "20200102T000000Z_badrow"
+    shutil.copytree(run, bad_row)
+    (bad_row / "results.jsonl").write_text('{"nodeid": "x"}\n')
+    done = command(pytester.path, "runs")
+    no_traceback(done)
+    assert done.returncode == 1
+    assert f"  {journal_only.name}  echo  2 cases  failed  (1 case(s) failed)" in done.stdout
+    assert f"{bad_row.name}  broken: results.jsonl:1: not a result: case_id: Field required" in (
+        done.stdout
+    )

@@ -25,7 +25,7 @@ from pathlib import Path
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.report.history import ListedEntry, RunSummary, history_lines, run_summary
 from pytest_llmeval.rundir.files import is_run_dir
-from pytest_llmeval.rundir.latest import LATEST
+from pytest_llmeval.rundir.latest import LATEST, resolve_latest
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.outcomes import read_outcomes
 
@@ -51,6 +51,8 @@ class Listing:
 
     root: Path
     entries: list[RunSummary | ListedEntry]
+    latest: str | None = None
+    """The name of the run dir ``latest`` points at, when it is a pointer of ours."""
 
     @property
     def unreadable(self) -> list[ListedEntry]:
@@ -82,7 +84,8 @@ def list_runs(root: Path) -> Listing:
         entry = _entry(child)
         found.append((_when(child, entry), entry))
     found.sort(key=lambda pair: (pair[0], pair[1].name), reverse=True)
-    return Listing(root, [entry for _, entry in found])
+    pointed = resolve_latest(root / LATEST)
+    return Listing(root, [entry for _, entry in found], pointed.name if pointed else None)
 
 
 def main(root: Path) -> int:
@@ -96,7 +99,7 @@ def main(root: Path) -> int:
     if not listing.entries:
         print(f"no run dirs under {root} yet (pytest writes one per session)")
         return EXIT_OK
-    for line in history_lines(listing.entries):
+    for line in history_lines(listing.entries, listing.latest):
         print(line)
     unreadable = listing.unreadable
     print(

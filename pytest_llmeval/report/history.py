@@ -151,10 +151,12 @@ def started_text(started: str | None) -> str:
     return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def history_lines(entries: Sequence[RunSummary | ListedEntry]) -> list[str]:
+def history_lines(
+    entries: Sequence[RunSummary | ListedEntry], latest: str | None = None
+) -> list[str]:
     """The ``runs`` listing: per run dir one line (date, name, runner and model, cases,
-    verdict), then one line per suite with its headline numbers; one line for anything
-    else."""
+    verdict; ``<- latest`` on the run dir named ``latest``), then one line per suite with its
+    headline numbers; one line for anything else."""
     lines: list[str] = []
     width = max((len(name) for e in entries if isinstance(e, RunSummary) for name in e.suites),
                 default=0)  # fmt: skip
@@ -176,6 +178,8 @@ def history_lines(entries: Sequence[RunSummary | ListedEntry]) -> list[str]:
             head.append(entry.note)
         if entry.verdict == "failed" and entry.reasons:
             head.append("(" + "; ".join(entry.reasons[:3]) + ")")
+        if entry.name == latest:
+            head.append("<- latest")
         lines.append("  ".join(head))
         for suite, rows in entry.suites.items():
             numbers = ", ".join(format_headline(h) for h in rows)

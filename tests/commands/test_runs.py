@@ -42,7 +42,8 @@ def test_runs_lists_every_run_dir_newest_first(pytester: pytest.Pytester) -> Non
     assert f"{broken.name}  broken: report.json:1: not JSON: invalid JSON" in done.stdout
     assert f"{unfinished.name}  unfinished: no manifest.json" in done.stdout
     assert "notes  foreign: a folder, not a run dir (no .llmeval-run tag)" in done.stdout
-    assert "latest" not in done.stdout  # the pointer is no run
+    assert "latest  " not in done.stdout  # the pointer is no run: it marks the newest
+    assert row[cut.name].endswith("  <- latest")
     assert lines[-1] == f"3 run dir(s) under {ROOT}, 2 unreadable"
 
 
@@ -154,3 +155,30 @@ def test_runs_reads_the_journal_without_results_and_refuses_a_bad_row(
     assert f"{bad_row.name}  broken: results.jsonl:1: not a result: case_id: Field required" in (
         done.stdout
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "ret", "verdict"),
+    [
+        (["--llmeval-exit-on", "gates", "--llmeval-gate", "golden.pass_rate>=0.4"], 0, "passed"),
+        (["--llmeval-exit-on", "gates", "--llmeval-gate", "golden.pass_rate>=0.9"], 1,
+         "failed  (gate golden.pass_rate>=0.9 failed)"),
+        (["-k", "not b", "--llmeval-gate", "golden.pass_rate>=0.4"], 0, "partial"),
+        ([], 1, "failed  (1 case(s) failed)"),
+    ],
+    ids=["gates pass", "a gate fails", "a gate judged a subset", "a case fails"],
+)  # fmt: skip
+def test_the_verdict_of_runs_is_the_sessions(
+    pytester: pytest.Pytester, args: list[str], ret: int, verdict: str
+) -> None:
+    write = pytester.path / "qa.golden.json"
+    rows = '[{"id": "a", "input": "x", "expected_output": "x"}, ' \
+           '{"id": "b", "input": "y", "expected_output": "z"}]'  # fmt: skip
+    write.write_text(rows)
+    result = pytester.runpytest("qa.golden.json", "--llmeval-runner", "echo", *args)
+    assert result.ret == ret
+    (run,) = run_dirs(pytester)
+    done = command(pytester.path, "runs")
+    assert done.returncode == 0, done.stderr
+    cases = "1 case" if "-k" in args else "2 cases"
+    assert f"  {run.name}  echo  {cases}  {verdict}  <- latest" in done.stdout

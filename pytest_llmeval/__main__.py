@@ -24,14 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = commands.add_parser("summarize", help="rebuild a run dir's reports from its results")
     cmd.add_argument("run_dir", type=Path, help="the run dir")
     shard_commands.add_parsers(commands)
-    cmd = commands.add_parser("runs", help="list the run dirs under an output root, newest first")
-    cmd.add_argument(
-        "root",
-        type=Path,
-        nargs="?",
-        default=runs_command.DEFAULT_ROOT,
-        help=f"the output root (default: {runs_command.DEFAULT_ROOT})",
-    )
+    runs_command.add_parser(commands)
     compare_command.add_parser(commands)
     args = list(sys.argv[1:] if argv is None else argv)
     args, pytest_args = shard_commands.split_pytest_args(args)
@@ -39,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command in shard_commands.COMMANDS:
         return shard_commands.run(options, pytest_args)
     if options.command == "runs":
-        return runs_command.main(options.root)
+        return runs_command.main(options.root)  # 0 listed, 1 a run dir unreadable, 2 no root
     if options.command == "compare":
         return compare_command.run(options)
     try:

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.report.history import ListedEntry, RunSummary, history_lines, run_summary
@@ -29,7 +30,7 @@ from pytest_llmeval.rundir.latest import LATEST, resolve_latest
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.outcomes import read_outcomes
 
-__all__ = ["DEFAULT_ROOT", "Listing", "RootError", "list_runs", "main"]
+__all__ = ["DEFAULT_ROOT", "Listing", "RootError", "add_parser", "list_runs", "main"]
 
 DEFAULT_ROOT = Path(".llmeval/runs")
 """The plugin's default ``--llmeval-output-root`` (relative to the pytest rootdir; here, to
@@ -62,6 +63,25 @@ class Listing:
             e for e in self.entries
             if isinstance(e, ListedEntry) and e.kind in ("broken", "unfinished")
         ]  # fmt: skip
+
+
+def add_parser(commands: Any) -> None:
+    """Add ``runs`` to ``python -m pytest_llmeval``'s subparsers."""
+    cmd = commands.add_parser(
+        "runs",
+        help="list the run dirs under an output root, newest first",
+        description="List every run dir under ROOT, newest first: date, runner and model, "
+        "cases, verdict, interruption, and each suite's headline numbers. Exit 0 when every run "
+        "dir was read, 1 when one could not be (broken or unfinished), 2 when ROOT is missing.",
+    )
+    cmd.add_argument(
+        "root",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_ROOT,
+        metavar="ROOT",
+        help=f"the output root (default: {DEFAULT_ROOT}, from the current folder)",
+    )
 
 
 def list_runs(root: Path) -> Listing:

@@ -1,6 +1,7 @@
 """Offline commands: ``python -m pytest_llmeval init [DIR] [--suite NAME]`` (start an eval
-folder, ``commands/init.py``), and on run dirs ``summarize RUN_DIR``, ``merge OUT_DIR
-RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (``commands/shards.py``)."""
+folder), and on run dirs ``summarize RUN_DIR``, ``merge OUT_DIR RUN_DIR...``,
+``validate-sharding --shards N [pytest args...]``, ``runs [ROOT]`` (the run history) and
+``compare RUN_A RUN_B [RUN_C ...]`` (runs side by side). Each lives in ``commands/``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_llmeval.commands import compare as compare_command
 from pytest_llmeval.commands import init as init_command
+from pytest_llmeval.commands import runs as runs_command
 from pytest_llmeval.commands import shards as shard_commands
 from pytest_llmeval.commands.summarize import summarize
 from pytest_llmeval.core.errors import LLMEvalError
@@ -23,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("run_dir", type=Path, help="the run dir")
     shard_commands.add_parsers(commands)
     init_command.add_parser(commands)
+    runs_command.add_parser(commands)
+    compare_command.add_parser(commands)
     args = list(sys.argv[1:] if argv is None else argv)
     args, pytest_args = shard_commands.split_pytest_args(args)
     options = parser.parse_args(args)
@@ -30,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return init_command.run(options)
     if options.command in shard_commands.COMMANDS:
         return shard_commands.run(options, pytest_args)
+    if options.command == "runs":
+        return runs_command.main(options.root)  # 0 listed, 1 a run dir unreadable, 2 no root
+    if options.command == "compare":
+        return compare_command.run(options)
     try:
         done = summarize(options.run_dir)
     except (LLMEvalError, OSError) as exc:

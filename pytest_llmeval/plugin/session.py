@@ -29,6 +29,7 @@ from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import unwritable
+from pytest_llmeval.rundir.latest import point_latest
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.rundir.read import manifests_named
 
@@ -57,6 +58,8 @@ class SessionReport:
         """A process's journal stopped: the run is red, resume finishes it."""
         self.crashes: list[str] = []
         """xdist workers that died after their case was judged (a teardown): red."""
+        self.latest_warning: str | None = None
+        """Why ``<output root>/latest`` was not pointed at this run (a file of the user's)."""
         try:  # a bad --llmeval-gate is a usage error, up front
             verdict.cli_gates(state.settings)
         except ConfigError as exc:
@@ -219,6 +222,7 @@ class SessionReport:
             artifacts=written,
             interrupted=interrupted,
         )
+        self.latest_warning = point_latest(settings.output_root, self.run_dir)
         if settings.mlflow:
             try:
                 self.mlflow_run_id = log_run(
@@ -307,6 +311,8 @@ class SessionReport:
             )
         if self.run_dir is not None and not unwritten:
             terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
+        if self.latest_warning is not None:
+            terminalreporter.write_line(f"llmeval: warning: {self.latest_warning}", yellow=True)
         if self.state.placeholders:
             terminalreporter.write_line(placeholder_notice(self.state.placeholders))
         for fault in self.verdict.faults_of("baseline"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -58,9 +59,12 @@ def test_default_run_dir_is_new_and_timestamped(scripted: pytest.Pytester) -> No
     write_json(scripted, "qa.golden.json", CASES[:1])
     scripted.runpytest("--llmeval-runner", "scripted")
     scripted.runpytest("--llmeval-runner", "scripted")
-    runs = sorted((scripted.path / ".llmeval" / "runs").iterdir())
+    root = scripted.path / ".llmeval" / "runs"
+    runs = sorted(p for p in root.iterdir() if p.name != "latest")
     assert len(runs) == 2
     assert all(len(r.name.split("_")[0]) == len("20260101T000000Z") for r in runs)
+    newest = max(runs, key=lambda r: json.loads((r / "manifest.json").read_text())["started"])
+    assert os.readlink(root / "latest") == newest.name  # beside them: the newest
 
 
 def test_no_run_dir_without_eval_cases(pytester: pytest.Pytester) -> None:

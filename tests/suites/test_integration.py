@@ -278,7 +278,7 @@ def test_a_dataset_runs_through_the_loop_and_reports(loop: pytest.Pytester) -> N
     out = result.stdout.str()
     assert "negative_control_ok_rate = n/a (threshold 1): nothing to judge" in out
     assert "ungrounded span(s): 'it is sunny today'; 'nothing else matters'" in out
-    (run,) = (loop.path / ".llmeval" / "runs").iterdir()
+    (run,) = [p for p in (loop.path / ".llmeval" / "runs").iterdir() if p.name != "latest"]
     rows = {r["case_id"]: r for r in read_jsonl(run / "results.jsonl")}
     starts = [A.index(x) for x in (SUMMARY, "The file", "see Notes")]
     ends = [A.index(x) + len(x) for x in (SUMMARY, "128 lines", "RoPE scaling")]
@@ -389,7 +389,7 @@ def test_compat_mode_from_the_command_line_and_a_manifest(loop: pytest.Pytester)
     _dataset(loop, ITEMS)
     _scripts(loop, SCRIPTS)
     loop.runpytest("--llmeval-runner", "steps", "--llmeval-integration-mode", "compat")
-    (run,) = (loop.path / ".llmeval" / "runs").iterdir()
+    (run,) = [p for p in (loop.path / ".llmeval" / "runs").iterdir() if p.name != "latest"]
     body = json.loads((run / "report.json").read_text())["suites"]["integration"]
     assert body["mode"] == "compat" and body["lax"]["micro_f1_verifier"] is not None
     assert body["strict_grounded_coverage"] is None and body["branching_recovery"] is None
@@ -415,7 +415,7 @@ def test_private_text_in_answers_is_masked_in_every_artifact_and_counted(
     result = loop.runpytest("--llmeval-runner", "steps", "--junitxml=junit.xml")
     # the leaky span is not grounded; multi-call parity and negative controls: none in the data
     result.assert_outcomes(passed=1 + 5, failed=1 + 2)
-    (run,) = (loop.path / ".llmeval" / "runs").iterdir()
+    (run,) = [p for p in (loop.path / ".llmeval" / "runs").iterdir() if p.name != "latest"]
     body = json.loads((run / "report.json").read_text())["suites"]["integration"]
     assert body["privacy_ok_rate"] == 0.5
     written = [p for p in run.rglob("*") if p.is_file()] + [loop.path / "junit.xml"]

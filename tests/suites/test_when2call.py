@@ -65,7 +65,7 @@ def _rows(n: int | None = None) -> list[dict[str, Any]]:
 
 
 def _run_dir(pytester: pytest.Pytester) -> Path:
-    (run,) = sorted((pytester.path / ".llmeval" / "runs").iterdir())
+    (run,) = [p for p in (pytester.path / ".llmeval" / "runs").iterdir() if p.name != "latest"]
     return run
 
 

@@ -1,0 +1,152 @@
+"""``python -m pytest_llmeval compare RUN_A RUN_B [RUN_C ...] [--out DIR]``: runs side by side.
+
+Writes ``compare.md`` and ``compare.html`` into ``DIR`` (default: the current folder) and
+prints the Markdown. A run is a run dir's path, or the name of one under the default output
+root (``.llmeval/runs``), ``latest`` included. The tables and statistics are
+:mod:`pytest_llmeval.report.compare`'s.
+
+It never writes over a file it did not make: an existing ``compare.md`` or ``compare.html``
+without the mark ``compare`` writes into its files is refused, and so is a run dir as
+``DIR`` (a run dir holds only what its session wrote). Exit status: 0 when both files were
+written; 2 when a run cannot be read or the files cannot be written (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_llmeval.commands.runs import DEFAULT_ROOT
+from pytest_llmeval.core.errors import RunDirError
+from pytest_llmeval.report.compare import MARKER, MAX_MARKDOWN_ROWS, compare_markdown, compare_runs
+from pytest_llmeval.report.html.compare import render_compare_html
+from pytest_llmeval.rundir.files import is_run_dir, write_text
+from pytest_llmeval.rundir.latest import LATEST, resolve_latest
+from pytest_llmeval.rundir.outcomes import RunOutcomes, read_outcomes
+
+__all__ = ["COMPARE", "FILES", "add_parser", "compare", "run"]
+
+COMPARE = "compare"
+FILES = ("compare.md", "compare.html")
+"""What it writes into ``--out``."""
+
+EXIT_OK, EXIT_ERROR = 0, 2
+
+
+class CompareError(RunDirError):
+    """A run that cannot be read, or an output that may not be written."""
+
+
+def add_parser(commands: Any) -> None:
+    """Add ``compare`` to ``python -m pytest_llmeval``'s subparsers."""
+    cmd = commands.add_parser(
+        COMPARE,
+        help="compare two or more runs: suite table, case matrix, flips and McNemar",
+        description="Compare run dirs side by side (the first is the reference) and write "
+        "compare.md and compare.html into DIR; exit 0 when written, 2 when a run cannot be "
+        "read or a file cannot be written.",
+    )
+    cmd.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help=f"a run dir, or the name of one under {DEFAULT_ROOT} (latest too); two or more",
+    )
+    cmd.add_argument(
+        "--out",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where compare.md and compare.html go (default: the current folder)",
+    )
+    cmd.add_argument(
+        "--max-rows",
+        type=int,
+        default=MAX_MARKDOWN_ROWS,
+        metavar="N",
+        help=f"case rows shown in compare.md (default: {MAX_MARKDOWN_ROWS}); compare.html "
+        "shows them all",
+    )
+
+
+def run(options: argparse.Namespace) -> int:
+    """The command: compare, write, print; one line on stderr for anything wrong."""
+    if len(options.runs) < 2:
+        print("pytest_llmeval compare: give two runs or more", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        markdown = compare(
+            [resolve_run(arg) for arg in options.runs], options.out, max(options.max_rows, 0)
+        )
+    except (CompareError, RunDirError, OSError) as exc:
+        print(f"pytest_llmeval compare: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(markdown.split("\n", 1)[1], end="")  # without the marker comment
+    print(f"wrote {options.out / FILES[0]} and {options.out / FILES[1]}")
+    return EXIT_OK
+
+
+def compare(run_dirs: Sequence[Path], out: Path, max_rows: int = MAX_MARKDOWN_ROWS) -> str:
+    """Read ``run_dirs``, write both files into ``out``; the Markdown written."""
+    _check_out(out)
+    records = [_read(path) for path in run_dirs]
+    comparison = compare_runs(records)
+    markdown = compare_markdown(comparison, max_rows)
+    page = render_compare_html(comparison)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / FILES[0], markdown)
+    write_text(out / FILES[1], page)
+    return markdown
+
+
+def resolve_run(arg: str) -> Path:
+    """A run argument as a path: as given, else under the default output root; a ``latest``
+    pointer is followed (so the run is named by its own folder)."""
+    path = Path(arg)
+    if not path.exists() and not Path(arg).is_absolute() and (DEFAULT_ROOT / arg).exists():
+        path = DEFAULT_ROOT / arg
+    if path.name == LATEST:  # the run dir it points at, by its own name
+        target = resolve_latest(path)
+        if target is not None:
+            return target
+    return path
+
+
+def _read(path: Path) -> RunOutcomes:
+    if not path.exists():
+        raise CompareError(f"{path}: no such run dir")
+    if not path.is_dir():
+        raise CompareError(f"{path}: is not a folder; give a run dir")
+    return read_outcomes(path)
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an output that is not ours to write, before anything is read or written."""
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"--out {out}: is a file; give a folder")
+    if out.is_dir() and is_run_dir(out):
+        raise CompareError(
+            f"--out {out}: is a run dir (it holds only what its session wrote); give another folder"
+        )
+    for name in FILES:
+        target = out / name
+        if (target.exists() or target.is_symlink()) and not _ours(target):
+            raise CompareError(
+                f"{target}: exists and was not written by compare; not writing over it (give "
+                "--out another folder, or move the file)"
+            )
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a regular file ``compare`` wrote (its mark in its first lines)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            head = handle.read(2048)
+    except OSError:
+        return False
+    return MARKER in head

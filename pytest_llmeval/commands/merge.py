@@ -47,6 +47,7 @@ from pydantic import ValidationError
 
 from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import LLMEvalError, RunDirError
 from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import CaseResult
@@ -305,7 +306,7 @@ def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
 
 def _show(value: Any) -> str:
     text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(text, 80)
 
 
 # --------------------------------------------------------------------------------------------

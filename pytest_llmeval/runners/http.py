@@ -60,6 +60,7 @@ import httpx
 
 from pytest_llmeval import __version__
 from pytest_llmeval.core.aio import within
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.core.redact import public_url
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
@@ -341,9 +342,7 @@ class JsonHttp:
         text = self.redact(response.text.strip())
         if not text:
             return ""
-        if len(text) > _SNIPPET_CHARS:
-            text = text[:_SNIPPET_CHARS] + "..."
-        return f": {text}"
+        return f": {clip(text, _SNIPPET_CHARS)}"
 
     async def _get_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()

@@ -134,7 +134,11 @@ CORPUS: list[Bad] = [
         "data-path-of-5000-characters",
         "2",
         {"long.llmeval.yaml": "suite: golden\ndata: " + "x" * 5000 + "\n"},
-        ("long.llmeval.yaml:2: data: '" + "x" * 200 + "...' cannot be used as a path: ",),
+        (
+            "long.llmeval.yaml:2: data: '"
+            + "x" * 200
+            + "… [clipped: 5000 characters in all]' cannot be used as a path: ",
+        ),
     ),
     Bad(
         "data-is-a-folder",

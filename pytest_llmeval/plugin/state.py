@@ -16,7 +16,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -48,9 +48,6 @@ from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.suites.base import SuiteContext, SuiteRegistry
-
-if TYPE_CHECKING:
-    pass
 
 state_key = pytest.StashKey["LLMEvalState"]()
 RUN_DIR_KEY = "llmeval_run_dir"

@@ -419,7 +419,6 @@ class HFRunner:
         self.model.eval()
         self._init_tokens()
         forward = inspect.signature(self.model.forward).parameters
-        self._takes_position_ids = "position_ids" in forward
         self._cache_arg = "cache" if "cache" in forward else "past_key_values"
         self._keep_arg = next(
             (a for a in ("logits_to_keep", "num_logits_to_keep") if a in forward), None

@@ -30,7 +30,6 @@ MIN_STRING_FACT = 3
 LONG_FACT_CHARS = 40
 LONG_FACT_RUN = 8
 TOLERANCE = 1e-6
-LOCALES = ("en", "es", "de", "fr")
 
 _SPACE = " \u00a0\u202f"
 _NUMBER_RE = {

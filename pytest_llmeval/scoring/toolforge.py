@@ -152,15 +152,6 @@ def _substitute(value: Any, seed: Any, snapshot: Any) -> tuple[str, list[str]]:
     return _TOKEN.sub(replace, js_string(value)), unresolved
 
 
-def resolve_value(value: str, seed: Any, snapshot: Any) -> str | _Unresolved:
-    """``value`` with every token replaced; ``UNRESOLVED`` if any token is.
-
-    ``snapshot=None`` (snapshot capture not configured) leaves every snapshot token unresolved.
-    """
-    text, unresolved = _substitute(value, seed, snapshot)
-    return UNRESOLVED if unresolved else text
-
-
 def default_token_estimate(text: str) -> int:
     """Token estimate for ``maxTokens``: ``ceil(len(text) / 4)``."""
     return math.ceil(len(text) / 4)

@@ -37,10 +37,6 @@ Dataset-level metrics: ``metric_deltas`` compares the two reports whole, as they
 edited cases count there); ``unchanged_metric_deltas`` recomputes the pass rate and mean scores
 over the unchanged cases judged in both runs, so a changed data set still compares like with
 like.
-
-Size: reading, the diff (alignment, flips, McNemar, metric and gate deltas) and its
-Markdown are one feature and change together; the models it writes are in
-:mod:`pytest_llmeval.rundir.comparison`.
 """
 
 from __future__ import annotations

@@ -42,9 +42,6 @@ and timeouts retried with backoff honouring ``Retry-After``, bounded by ``max_re
 that breaks the format is a ``protocol`` error. The API key goes out only as
 ``Authorization: Bearer <key>``; it is never in :meth:`fingerprint`, an error message or
 anything else this runner returns.
-
-Size: one runner: chat completions, tool-call parsing, completions log-likelihoods and
-provider routing share one client, one retry policy and one fingerprint.
 """
 
 from __future__ import annotations

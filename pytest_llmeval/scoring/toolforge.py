@@ -4,9 +4,6 @@ Pure functions only, and no presentation: the console summary is in
 :mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner contract
 (``shared/seeds/004_*.txt``) as decided in ``shared/spec/toolforge.md``: checks run in a fixed
 order, the verdict stops at the first failing unit, and units are counted as run or skipped.
-
-Size: the twelve checks of the tool-forge contract, in its fixed order, with the token
-rules they share; one contract, one module.
 """
 
 from __future__ import annotations

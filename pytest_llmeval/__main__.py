@@ -1,6 +1,6 @@
 """Offline commands on run dirs: ``python -m pytest_llmeval summarize RUN_DIR``, ``merge OUT_DIR
 RUN_DIR...`` and ``validate-sharding --shards N [pytest args...]`` (see
-``report/shard_commands.py``)."""
+``commands/shards.py``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Integration spans and their grounding in tool results (the precise definitions).
 
-Pure functions over an answer's text and the tool results it saw; the rules are those of the
-shared spec (``spec/integration.md`` §2), each deterministic:
+Pure functions over an answer's text and the tool results it saw; every rule is
+deterministic:
 
 * :func:`extract_spans`: ``Integration:`` spans as half-open code-point intervals of the text
   (NFC, LF line endings), the end marker excluded everywhere, a line break ending a span, the

@@ -1,9 +1,9 @@
 """tool-forge eval scoring: tokens, the twelve assertion checks, staleness, suite result.
 
 Pure functions only, and no presentation: the console summary is in
-:mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner contract
-(``shared/seeds/004_*.txt``) as decided in ``shared/spec/toolforge.md``: checks run in a fixed
-order, the verdict stops at the first failing unit, and units are counted as run or skipped.
+:mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner's
+contract: checks run in a fixed order, the verdict stops at the first failing unit, and units
+are counted as run or skipped.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def _js_json(value: Any) -> str:
 
 
 def js_string(value: Any) -> str:
-    """JS ``String(value)``, except that arrays and objects become compact JSON (spec decision)."""
+    """JS ``String(value)``, except that arrays and objects become compact JSON (a ``[object
+    Object]`` would match nothing)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -393,7 +394,7 @@ _CHECKS: Final[tuple[tuple[str, Callable[[_Context, Any], Iterator[_Unit]]], ...
     ("maxLatencyMs", _max_latency),
     ("maxTokens", _max_tokens),
 )
-"""The checks in the spec's order; the order of ``expect`` keys never matters."""
+"""The checks in the contract's order; the order of ``expect`` keys never matters."""
 
 
 def check_case(

@@ -7,7 +7,7 @@ manifest chooses the protocol::
 
     suite: when2call
     data: data/when2call_test_llm_judge.jsonl
-    protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge (not yet)
+    protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge
     prompt_format: default   # default | hermes | qwen2_5 | llama3_2 | xlam | functionary
     score: acc_norm          # acc_norm (default) | acc | acc_bytes | acc_tokens
     target_delimiter: ""     # between the prompt and each option, as the official YAML
@@ -255,7 +255,7 @@ class When2CallSuite:
 
 def _when2call_shaped(row: dict[str, Any]) -> bool:
     """A When2Call row: the file is claimed by any such row of its head, and a row that is not
-    one is that row's error (issue 15 #6)."""
+    one is that row's error (not the whole file's)."""
     answers = row.get("answers")
     return (
         {"uuid", "question", "correct_answer", "tools"} <= row.keys()

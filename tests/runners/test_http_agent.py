@@ -188,7 +188,7 @@ def test_connection_refused() -> None:
     with ScriptedServer() as gone:
         url = gone.url_for("/chat")  # nothing listens there once the block is left
     err = send_error(url, max_retries=1)
-    # issue 15 #11: nobody listens, so a retry a moment later cannot help: tried once
+    # nobody listens, so a retry a moment later cannot help: tried once
     assert (err.kind, err.retryable) == ("connection", False)
     assert str(err).endswith("(not retried: connection refused)")
 

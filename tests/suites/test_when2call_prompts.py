@@ -1,4 +1,4 @@
-"""The six When2Call MCQ prompt formats, against the spec's check hashes and hand-built text."""
+"""The six When2Call MCQ prompt formats, against known prompts' hashes and hand-built text."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _prompt_and_call(fmt: Any, row: dict[str, Any]) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_prompts_match_the_spec_check_values_on_rows_0_and_4(fmt: Any) -> None:
+def test_prompts_match_the_check_values_on_rows_0_and_4(fmt: Any) -> None:
     rows = _rows()
     assert rows[0]["uuid"].startswith("276e4475") and rows[0]["tools"]
     assert rows[4]["uuid"].startswith("530a39ab") and rows[4]["tools"] == []
@@ -70,7 +70,7 @@ def test_the_shipped_format_text_is_the_official_text() -> None:
     assert hashlib.sha256(text.encode("utf-8")).hexdigest() == FORMAT_TEXT_SHA256
 
 
-# A row worked out by hand from the spec: one tool, a call with every kind of value.
+# A row worked out by hand from the joining rules: one tool, a call with every kind of value.
 TOOL = '{"name": "calc.add", "description": "Adds \\u00e9 numbers", "parameters": {}}'
 PARSED = json.loads(TOOL)
 CALL = '{"name": "calc.add", "arguments": {"a": "x", "b": 2, "c": true, "d": null, "e": [1, 2]}}'

@@ -129,10 +129,6 @@ class HttpAgentRunner(AsyncClosing):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        return self._http.delay(attempt, retry_after)
-
     def _say(self, what: str) -> str:
         return self._http.say(self._public_url, what)
 

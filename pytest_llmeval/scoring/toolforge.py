@@ -549,24 +549,6 @@ class CaseRecord(BaseModel):
     skipped_tokens: list[str] = Field(default_factory=list)
     """Raw unresolved tokens."""
 
-    @classmethod
-    def from_outcome(
-        cls, case_id: str, description: str, outcome: ToolForgeOutcome, transcript: Transcript
-    ) -> CaseRecord:
-        """The record of a case that ran."""
-        return cls(
-            id=case_id,
-            description=description,
-            passed=outcome.passed,
-            duration_ms=transcript.duration_ms,
-            assertions_run=outcome.assertions_run,
-            assertions_skipped=outcome.assertions_skipped,
-            error=outcome.error,
-            tools_called=[call.name for call in transcript.tool_calls],
-            response_length=len(transcript.response),
-            skipped_tokens=list(outcome.skipped_tokens),
-        )
-
 
 def _case_json(case: CaseRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {

@@ -661,15 +661,33 @@ def test_staleness_partial_metadata() -> None:
 # --- suite result, baseline, console -----------------------------------------------------------
 
 
+def record(
+    case_id: str, description: str, outcome: ToolForgeOutcome, transcript: Transcript
+) -> CaseRecord:
+    """The record of a case that ran, as the suite builds it from its result."""
+    return CaseRecord(
+        id=case_id,
+        description=description,
+        passed=outcome.passed,
+        duration_ms=transcript.duration_ms,
+        assertions_run=outcome.assertions_run,
+        assertions_skipped=outcome.assertions_skipped,
+        error=outcome.error,
+        tools_called=[call.name for call in transcript.tool_calls],
+        response_length=len(transcript.response),
+        skipped_tokens=list(outcome.skipped_tokens),
+    )
+
+
 def records() -> list[CaseRecord]:
-    passed = CaseRecord.from_outcome(
+    passed = record(
         "gs-001",
         "direct weather question",
         check({"toolsCalled": ["get_weather"]}, transcript("Sunny", [("get_weather", {})], 1250)),
         transcript("Sunny", [("get_weather", {})], 1250),
     )
     failing_t = transcript('{"fetchedAt": 1}', [("get_forecast", {})], 2100.4)
-    failed = CaseRecord.from_outcome(
+    failed = record(
         "gs-002",
         "no raw JSON leak",
         check(

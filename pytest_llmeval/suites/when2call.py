@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import CaseFileError, RunnerError
 from pytest_llmeval.core.models import (
     CaseResult,
@@ -438,7 +439,7 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
         "pred_acc": pred,
         "classification": classification,
         "answered_with": answered,
-        "reply": transcript.response[:RAW_REPLY_CHARS],
+        "reply": clip(transcript.response, RAW_REPLY_CHARS),
         "tool_call": _first_call(transcript),
         "n_tools": meta["n_tools"],
         "protocol": "judge",
@@ -455,7 +456,7 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
     passed = pred == gold
     failure = None
     if not passed:
-        what = details["tool_call"] or repr(transcript.response[:200])
+        what = details["tool_call"] or repr(clip(transcript.response, 200))
         failure = f"gold {gold}, the judge classified the answer as {classification}: {what}"
     return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)
 
@@ -479,7 +480,7 @@ def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
         "pred": pred,
         "parsed_index": index,
         "unparsed": index is None,
-        "reply": reply[:RAW_REPLY_CHARS],
+        "reply": clip(reply, RAW_REPLY_CHARS),
         "n_tools": meta["n_tools"],
         "protocol": meta["protocol"],
         "prompt_format": meta["prompt_format"],
@@ -489,7 +490,7 @@ def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
     passed = pred == gold
     failure = None
     if index is None:
-        failure = f"gold {gold}, but the reply has no digit 0-3 (unparsed): {reply[:200]!r}"
+        failure = f"gold {gold}, but the reply has no digit 0-3 (unparsed): {clip(reply, 200)!r}"
     elif not passed:
-        failure = f"gold {gold}, predicted {pred} (the reply chose {index}): {reply[:200]!r}"
+        failure = f"gold {gold}, predicted {pred} (the reply chose {index}): {clip(reply, 200)!r}"
     return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)

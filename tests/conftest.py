@@ -12,6 +12,10 @@ from pytest_llmeval.runners import transport
 
 pytest_plugins = ["pytester"]
 
+collect_ignore = ["data"]
+"""``tests/data`` holds inputs the tests read (When2Call's file matches the plugin's own
+``when2call_*.jsonl`` glob), never cases for this project's own run to collect."""
+
 W2C_FILE = Path(__file__).parent / "data" / "when2call" / "when2call_test_llm_judge.jsonl"
 """When2Call's 300-question test file, vendored with its licence note beside it."""
 

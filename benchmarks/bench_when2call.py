@@ -2,7 +2,7 @@
 
     python benchmarks/bench_when2call.py --lm-eval-python /path/to/lm-eval-venv/bin/python
     python benchmarks/bench_when2call.py --quick        # R=1
-    python benchmarks/bench_when2call.py --smoke        # 12 rows, the small model, R=1
+    python benchmarks/bench_when2call.py --smoke        # 4 rows, the small model, R=1
 
 On the 300-row When2Call file (``--data``, default the copy the tests use,
 ``tests/data/when2call/when2call_test_llm_judge.jsonl``) and two tiny random Llamas built
@@ -217,7 +217,7 @@ def bench_model(name: str, rows: list[dict[str, Any]], tmp: Path) -> None:
 def main() -> None:
     rows = [json.loads(x) for x in Path(ARGS.data).read_text(encoding="utf-8").splitlines()]
     if ARGS.smoke:
-        rows = rows[95:107]
+        rows = rows[98:102]  # two cannot_answer, two request_for_info
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARGS.models:
             bench_model(name, rows, Path(tmp))

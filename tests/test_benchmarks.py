@@ -4,7 +4,7 @@ variant.
 The ``--smoke`` configurations run a handful of cases once, in a subprocess, and only check
 that every variant ran and that the ratios were printed; the figures themselves are noise at
 that size. A ``bench_*.py`` without a smoke test here fails
-:func:`test_every_benchmark_has_a_smoke_run`. Together they take about 13 s, plus about 25 s
+:func:`test_every_benchmark_has_a_smoke_run`. Together they take about 13 s, plus about 20 s
 for When2Call's (three processes load torch; it needs the ``hf`` extra, which CI installs).
 The ``overhead``, ``xdist`` and ``shard`` sections of ``bench_throughput.py`` are not run here
 (about 12 s more, as they start a dozen sessions); ``python benchmarks/bench_throughput.py

@@ -17,7 +17,7 @@ An ``empty`` session (one trivial test) gives pytest's fixed cost. Peak memory i
 subprocess's own ``ru_maxrss`` (``os.wait4``). Mode ``run`` (after ``collect``) runs the same
 sessions without ``--collect-only``: every case through the plugin with the ``echo`` runner
 (an in-process model answering at once; run dir, journal and reports written), against the
-plain test comparing the row's two fields. Targets (the speed-and-scale issue): at
+plain test comparing the row's two fields. Targets: at
 100,000 cases, collection <= 1.5x plain pytest parametrize and peak memory <= 1.5x.
 """
 

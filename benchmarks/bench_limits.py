@@ -2,6 +2,7 @@
 
     python benchmarks/bench_limits.py            # 20000 slots per variant, best of 5
     python benchmarks/bench_limits.py --quick
+    python benchmarks/bench_limits.py --smoke    # 200 slots, once: only checks it runs
 
 Each variant enters and leaves ``limiter.slot()`` with nothing inside (the cost a request
 pays on top of its HTTP call), one at a time and with 8 tasks at once in one event loop:
@@ -50,8 +51,9 @@ def best(limiter: Any, n: int, tasks: int, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="200 slots, once (a test's check)")
     args = parser.parse_args()
-    n, repeats = (4000, 3) if args.quick else (20000, 5)
+    n, repeats = (200, 1) if args.smoke else (4000, 3) if args.quick else (20000, 5)
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

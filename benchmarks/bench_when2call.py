@@ -2,12 +2,13 @@
 
     python benchmarks/bench_when2call.py --lm-eval-python /path/to/lm-eval-venv/bin/python
     python benchmarks/bench_when2call.py --quick        # R=1
-    python benchmarks/bench_when2call.py --smoke        # 12 rows, the small model, R=1
+    python benchmarks/bench_when2call.py --smoke        # 4 rows, the small model, R=1
 
-On the 300-row When2Call file (``--data``, default ``../shared/data/when2call/
-when2call_test_llm_judge.jsonl``) and two tiny random Llamas built here (no download: the
-``small`` one about 47k parameters, the ``large`` one about 3.1M, both with 4,096 positions
-and a 500-token byte-level BPE vocabulary), every variant is a subprocess timed end to end:
+On the 300-row When2Call file (``--data``, default the copy the tests use,
+``tests/data/when2call/when2call_test_llm_judge.jsonl``) and two tiny random Llamas built
+here (no download: the ``small`` one about 47k parameters, the ``large`` one about 3.1M, both
+with 4,096 positions and a 500-token byte-level BPE vocabulary), every variant is a
+subprocess timed end to end:
 
 * ``ours``: ``pytest`` on a ``suite: when2call`` manifest with ``--llmeval-runner hf``, as a
   user runs it (the context of a question runs once, its four options from the cached state);
@@ -38,7 +39,7 @@ from typing import Any
 from _harness import Sample, best_of, clean_env, ratio, run
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "when2call" / "when2call_test_llm_judge.jsonl"
+DEFAULT_DATA = ROOT / "tests" / "data" / "when2call" / "when2call_test_llm_judge.jsonl"
 LABELS = ("direct", "tool_call", "request_for_info", "cannot_answer")
 MODELS = {
     "small": {"vocab_size": 500, "hidden": 32, "layers": 3, "heads": 4, "max_positions": 4096},
@@ -216,7 +217,7 @@ def bench_model(name: str, rows: list[dict[str, Any]], tmp: Path) -> None:
 def main() -> None:
     rows = [json.loads(x) for x in Path(ARGS.data).read_text(encoding="utf-8").splitlines()]
     if ARGS.smoke:
-        rows = rows[95:107]
+        rows = rows[98:102]  # two cannot_answer, two request_for_info
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARGS.models:
             bench_model(name, rows, Path(tmp))

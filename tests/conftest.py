@@ -12,9 +12,12 @@ from pytest_llmeval.runners import transport
 
 pytest_plugins = ["pytester"]
 
-W2C_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "when2call"
-"""The shared When2Call data beside the project (the tests that need it skip without it)."""
-W2C_FILE = W2C_DATA / "when2call_test_llm_judge.jsonl"
+collect_ignore = ["data"]
+"""``tests/data`` holds inputs the tests read (When2Call's file matches the plugin's own
+``when2call_*.jsonl`` glob), never cases for this project's own run to collect."""
+
+W2C_FILE = Path(__file__).parent / "data" / "when2call" / "when2call_test_llm_judge.jsonl"
+"""When2Call's 300-question test file, vendored with its licence note beside it."""
 
 SCRIPTED_CONFTEST = """
 from pytest_llmeval.testing.scripted import Rule, ScriptedModel

@@ -40,7 +40,7 @@ def test_evals_run_offline_with_the_example_judge_and_repeats(tmp_path: Path) ->
     rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     judged = {r["case_id"]: r for r in rows if "rubric" in r["scores"]}
     assert set(judged) == {"weather-paris", "weather-atlantis"}
-    usages = [r["usage"] for r in rows]  # the example model's token counts add up
+    usages = [r["usage"] for r in rows]  # the example model's counts add up
     assert all(u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"] for u in usages)
     assert judged["weather-paris"]["details"]["judge"]["stage"] == "ok"
     repeated = [r for r in rows if r.get("repeats")]

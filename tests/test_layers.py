@@ -1,9 +1,8 @@
 """The package's shape: imports flow one way (import-linter contracts in pyproject.toml) and
-no module grows past about 500 lines without saying why."""
+no module grows past about 500 lines unless :data:`LONG_MODULES` says why."""
 
 from __future__ import annotations
 
-import ast
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,25 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_llmeval"
 MAX_LINES = 520
-""""About 500": a module longer than this states its reason in a ``Size:`` paragraph."""
+""""About 500": a module longer than this is listed in :data:`LONG_MODULES`."""
+
+LONG_MODULES: dict[str, str] = {
+    "config/settings.py": "most of it is the option table, one entry per option with its help "
+    "text; splitting the table would only spread one list over several files",
+    "inputs/loading.py": "the three record readers (JSONL, JSON array, envelope) share one "
+    "line-tracking scanner, and stay together so each keeps the same path:line guarantees",
+    "report/gates.py": "one gate language: its three written forms, the metric lookup, the "
+    "comparison and the statuses read best side by side",
+    "runners/hf_local.py": "one runner around one loaded model: generation, log-likelihood "
+    "groups and their batching share the model, the tokenizer and one worker thread, and "
+    "lm-eval's tokenisation rules sit beside the code that follows them",
+    "runners/openai_http.py": "one runner: chat completions, tool-call parsing, completions "
+    "log-likelihoods and provider routing share one client, one retry policy and one "
+    "fingerprint",
+    "scoring/toolforge.py": "the twelve checks of the tool-forge contract in its fixed order, "
+    "with the token rules they share: one contract, one module",
+}
+"""The modules allowed past :data:`MAX_LINES` (paths under the package), each with its reason."""
 
 
 def test_import_contracts_hold() -> None:
@@ -31,18 +48,19 @@ def test_import_contracts_hold() -> None:
     assert "BROKEN" not in done.stdout
 
 
-def test_long_modules_say_why() -> None:
-    unexplained = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        lines = path.read_text(encoding="utf-8").count("\n")
-        if lines <= MAX_LINES:
-            continue
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        if "Size:" not in doc:
-            unexplained.append(f"{path.relative_to(PACKAGE.parent)} ({lines} lines)")
-    assert not unexplained, "modules over ~500 lines without a 'Size:' reason: " + ", ".join(
-        unexplained
-    )
+def test_only_the_listed_modules_are_long() -> None:
+    lengths = {
+        path.relative_to(PACKAGE).as_posix(): path.read_text(encoding="utf-8").count("\n")
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    long = {name: lines for name, lines in lengths.items() if lines > MAX_LINES}
+    unlisted = [
+        f"{name} ({lines} lines)" for name, lines in long.items() if name not in LONG_MODULES
+    ]
+    assert not unlisted, f"modules over {MAX_LINES} lines (split them, or list them with a "
+    f"reason in LONG_MODULES): {', '.join(unlisted)}"
+    stale = sorted(set(LONG_MODULES) - set(long))
+    assert not stale, f"listed in LONG_MODULES but not (or no longer) long: {', '.join(stale)}"
 
 
 def test_base_layer_imports_without_pytest() -> None:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.shards import in_shard
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.rundir.read import RunRecord
@@ -249,4 +250,4 @@ def header_fingerprints(report: Report | None) -> dict[str, Any]:
 
 def _show(value: Any) -> str:
     text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(text, 80)

@@ -2,9 +2,6 @@
 
 Precedence: command-line option > ini key ``llmeval_<noun>`` > environment variable
 ``PYTEST_LLMEVAL_<NOUN>`` > default. Paths are resolved against the rootdir.
-
-Size: most of this module is the option table (:data:`OPTIONS`), one entry per option with
-its help text; splitting the table would only spread one list over several files.
 """
 
 from __future__ import annotations

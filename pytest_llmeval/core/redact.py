@@ -3,7 +3,7 @@
 One :class:`Redactor` per session is applied to every artifact (run dir files, cassettes,
 failure messages, junit properties). It replaces with ``[REDACTED]``:
 
-* token shapes (seed 001): ``sk-…``, ``hf_…``, ``jina_…``, ``pplx-…``, ``AIza…``, ``Bearer …``;
+* token shapes: ``sk-…``, ``hf_…``, ``jina_…``, ``pplx-…``, ``AIza…``, ``Bearer …``;
 * string values under keys whose names say secret: ``api_key``, ``apikey``, ``secret``,
   ``password``, ``authorization``, ``token`` (and ``access_token``…; not ``tokens`` or
   ``tokenizer``, which are counts and fingerprints). A bare ``key`` is not redacted: in

@@ -44,7 +44,8 @@ class Agent(Protocol):
 
 
 class LoopAgent:
-    """The model <-> broker loop of DESIGN §3."""
+    """The model <-> broker loop: call the model, serve its tool calls through the broker, repeat
+    until it answers without one."""
 
     def __init__(self, runner: Runner):
         self.runner = runner

@@ -1,4 +1,4 @@
-"""Run agents ahead of pytest's item loop, with bounded concurrency (DESIGN §7).
+"""Run agents ahead of pytest's item loop, with bounded concurrency.
 
 pytest runs one item at a time; model calls are I/O. The dispatcher owns an asyncio loop in a
 background thread. When an item asks for its transcript, the dispatcher also queues the agents

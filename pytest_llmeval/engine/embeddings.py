@@ -240,9 +240,6 @@ class CachedEmbedder:
                 found[i] = vector
         return [v for v in found if v is not None], usage
 
-    async def similarity(self, a: str, b: str) -> float:
-        return (await self.similarity_counted(a, b))[0]
-
     async def similarity_counted(self, a: str, b: str) -> tuple[float, Usage]:
         """The cosine similarity of ``a`` and ``b``, and the endpoint tokens it cost."""
         (left, right), usage = await self.embed_counted([a, b])

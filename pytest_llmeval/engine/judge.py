@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from pytest_llmeval.core.case_context import emit
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import Judgement, JudgeTask, Message, Transcript, Usage
@@ -128,7 +129,9 @@ class Judge:
 
 def audit(stage: str, replies: list[str], problem: str) -> None:
     """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream."""
-    emit("audit", stage=stage, replies=[r[:AUDIT_REPLY_CHARS] for r in replies], problem=problem)
+    emit(
+        "audit", stage=stage, replies=[clip(r, AUDIT_REPLY_CHARS) for r in replies], problem=problem
+    )
 
 
 def _tool_arguments(completion: Any) -> str:

@@ -20,9 +20,6 @@ lines count. A UTF-8 byte order mark at the start of a file is ignored.
 
 :func:`sniff`, :func:`first_record` and :func:`head_records` help suites decide, by content,
 whether a file is theirs.
-
-Size: the three record readers (JSONL, JSON array, envelope) share one line-tracking
-scanner; they stay together so each keeps the same ``path:line`` guarantees.
 """
 
 from __future__ import annotations

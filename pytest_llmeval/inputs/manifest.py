@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.inputs import safe_yaml, schemas
 
@@ -134,7 +135,8 @@ class Manifest:
             raise CaseFileError(
                 self.display,
                 self.line("data"),
-                f"{_clipped(self.data)!r} cannot be used as a path: {_clipped(reason)}",
+                f"{clip(self.data, MAX_SHOWN_PATH)!r} cannot be used as a path: "
+                f"{clip(reason, MAX_SHOWN_PATH)}",
                 field="data",
             ) from None
         if not found:
@@ -142,7 +144,7 @@ class Manifest:
             raise CaseFileError(
                 self.display,
                 None,
-                f"data file {_clipped(self.data)!r} {what}",
+                f"data file {clip(self.data, MAX_SHOWN_PATH)!r} {what}",
                 field="data",
             )
         return target
@@ -243,10 +245,6 @@ def _unknown(key: str, suite: str, known: frozenset[str] | set[str]) -> str:
     near = difflib.get_close_matches(key, sorted(known), n=1)
     hint = f"did you mean {near[0]!r}? " if near else ""
     return f"unknown option; {hint}{suite} options are {options}"
-
-
-def _clipped(text: str) -> str:
-    return text if len(text) <= MAX_SHOWN_PATH else text[:MAX_SHOWN_PATH] + "..."
 
 
 # -- the session's manifests ----------------------------------------------------------------

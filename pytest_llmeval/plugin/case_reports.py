@@ -9,8 +9,9 @@
   with the reason, and the gate entries decide. Only a scored miss: a case that errored (its
   runner, backend, cassette, judge, protocol or agent failed, or its scoring raised) was not
   judged, so it stays an error and fails the run
-  (:attr:`~pytest_llmeval.plugin.verdict.Verdict.errored`), as does a broken input item (a
-  record, data file or manifest that could not be read: :attr:`~.Verdict.broken`).
+  (:attr:`~pytest_llmeval.report.verdict.Verdict.errored`), as does a broken input item (a
+  record, data file or manifest that could not be read:
+  :attr:`~pytest_llmeval.report.verdict.Verdict.broken`).
 * **An error found while scoring is an error.** A case can be found unjudgeable only once it
   is scored (a repeat errored, a score is not a finite number): pytest's call phase failed,
   and the terminal counts and shows it as the error it is (``E``, ``ERROR``), as

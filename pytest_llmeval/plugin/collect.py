@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import pytest
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import CaseFileError, EvalFailure, LLMEvalError, RunnerError
 from pytest_llmeval.core.finite import non_finite_scores
 from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcript
@@ -460,6 +461,5 @@ def _details(transcript: Transcript, response: str) -> str:
         f"{c.name}({', '.join(f'{k}={v!r}' for k, v in c.params.items())})"
         for c in transcript.tool_calls
     )
-    if len(response) > 500:
-        response = response[:500] + "..."
+    response = clip(response, 500)
     return f"  tool calls: {calls or '(none)'}\n  response:   {response!r}"

@@ -191,7 +191,8 @@ def merged_counts(*counts: Iterable[tuple[str, int]]) -> dict[str, int] | None:
 
 def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
     """The suite and the data file (display path) of the eval file or manifest at ``path``,
-    read as :class:`EvalFile` reads it; ``"unknown"`` and ``path`` when it cannot be read.
+    read as :class:`~pytest_llmeval.plugin.collect.EvalFile` reads it; ``"unknown"`` and
+    ``path`` when it cannot be read.
 
     For the controller under xdist, which collects nothing but must still name the suite of
     a case a crashed worker was running."""

@@ -24,6 +24,7 @@ from pytest_llmeval.config.settings import (
     OptionSpec,
     Settings,
 )
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.repeats import parse_rule
 from pytest_llmeval.core.shards import parse_shard
@@ -157,7 +158,7 @@ def _spending(values: dict[str, Any]) -> None:
 def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if text is None:
         return None
-    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text):,} characters)"
+    shown = repr(clip(text, 80))
     try:  # the safe reader: a value nested without bound is refused, never a RecursionError
         value = parse_json(text, flag)
     except SupportFileError as exc:

@@ -17,7 +17,7 @@ When both are used, the worker is picked from ``(hash // N) % n``: the cases of 
 share ``hash % N``, and taking ``hash % n`` again would leave workers idle whenever ``n`` and
 ``N`` share a factor (``N = n = 2`` would put a whole shard on ``gw0``).
 
-Plugin wiring (hooks stay in ``plugin.py``)::
+Plugin wiring (hooks stay in ``plugin/hooks.py``)::
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(config, log):

@@ -26,10 +26,6 @@ Comparisons: ``==`` holds when ``|value - threshold| <= 1e-12`` (:data:`EQ_TOLER
 ``>=`` and ``<=`` are "``>`` or ``==``" and "``<`` or ``==``" with that same tolerance, and
 ``>`` / ``<`` are strict (a value within the tolerance of the threshold is equal, not greater).
 Report values are rounded to six decimals, so the tolerance only absorbs float noise.
-
-Size: one gate language, kept whole: its three written forms, the metric lookup, the
-comparison and the statuses (partial, nothing to judge, a suite's own gates) read best side
-by side; which paths a suite can produce is apart (:mod:`.metric_paths`).
 """
 
 from __future__ import annotations

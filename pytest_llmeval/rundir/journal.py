@@ -106,16 +106,6 @@ class Journal:
                 self._handle = None
 
 
-def read_final(
-    run_dir: Path, before_attempt: int
-) -> dict[str, tuple[CaseResult, dict[str, Any] | None]]:
-    """Final results by node id from the attempts before ``before_attempt`` (later wins).
-
-    A line cut short by a crash (the last line of a file) is skipped.
-    """
-    return read_results(run_dir, before_attempt, final_only=True)
-
-
 def read_reusable(
     run_dir: Path, before_attempt: int
 ) -> tuple[dict[str, tuple[CaseResult, dict[str, Any] | None]], set[str], dict[str, Any]]:

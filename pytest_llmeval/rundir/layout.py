@@ -35,7 +35,7 @@ ARTIFACTS: tuple[Artifact, ...] = (
         ".llmeval-run",
         "text",
         "rundir.files.tag_run_dir",
-        ("plugin (collection skips tagged folders)", "report.merge"),
+        ("plugin (collection skips tagged folders)", "commands.merge"),
         "the tag that marks a run dir: its files are results, not eval cases; the session "
         "writing the run dir holds an exclusive flock on it (rundir.claim)",
     ),

@@ -48,10 +48,6 @@ are hashed without the keys that name a path or a library version (``_name_or_pa
 the same checkpoint gives the same fingerprint on every machine. ``device`` is ``cpu`` or
 ``cuda`` (never an index or a GPU name): CPU and GPU kernels round differently, so greedy text
 can differ between them. The batch size is not in it: it does not change results.
-
-Size: one runner around one loaded model: generation, log-likelihood groups and their
-batching share the model, the tokenizer and one worker thread, and lm-eval's tokenisation
-rules are spelled out beside the code that follows them.
 """
 
 from __future__ import annotations
@@ -419,7 +415,6 @@ class HFRunner:
         self.model.eval()
         self._init_tokens()
         forward = inspect.signature(self.model.forward).parameters
-        self._takes_position_ids = "position_ids" in forward
         self._cache_arg = "cache" if "cache" in forward else "past_key_values"
         self._keep_arg = next(
             (a for a in ("logits_to_keep", "num_logits_to_keep") if a in forward), None

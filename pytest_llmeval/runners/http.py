@@ -59,6 +59,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 import httpx
 
 from pytest_llmeval.core.aio import within
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.core.redact import public_url
 from pytest_llmeval.core.version import __version__
@@ -341,9 +342,7 @@ class JsonHttp:
         text = self.redact(response.text.strip())
         if not text:
             return ""
-        if len(text) > _SNIPPET_CHARS:
-            text = text[:_SNIPPET_CHARS] + "..."
-        return f": {text}"
+        return f": {clip(text, _SNIPPET_CHARS)}"
 
     async def _get_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()

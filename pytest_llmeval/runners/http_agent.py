@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import ToolCallRecord
 from pytest_llmeval.core.redact import header_secrets, public_url
@@ -129,10 +130,6 @@ class HttpAgentRunner(AsyncClosing):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        return self._http.delay(attempt, retry_after)
-
     def _say(self, what: str) -> str:
         return self._http.say(self._public_url, what)
 
@@ -143,7 +140,7 @@ class HttpAgentRunner(AsyncClosing):
         try:
             body = response.json()
         except ValueError as exc:
-            head = self._redact(response.text)[:80]
+            head = clip(self._redact(response.text), 80)
             self._protocol_error(
                 f"body is not JSON ({exc}); expected an object with a string 'response'"
                 + (f", got {head!r}" if head else ", got an empty body")

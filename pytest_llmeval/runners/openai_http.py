@@ -42,9 +42,6 @@ and timeouts retried with backoff honouring ``Retry-After``, bounded by ``max_re
 that breaks the format is a ``protocol`` error. The API key goes out only as
 ``Authorization: Bearer <key>``; it is never in :meth:`fingerprint`, an error message or
 anything else this runner returns.
-
-Size: one runner: chat completions, tool-call parsing, completions log-likelihoods and
-provider routing share one client, one retry policy and one fingerprint.
 """
 
 from __future__ import annotations
@@ -61,6 +58,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pytest_llmeval.config.providers import route_model
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError, RunnerError
 from pytest_llmeval.core.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.core.redact import mask_named, named_secrets, public_url, secret_values
@@ -479,7 +477,7 @@ class OpenAIRunner(AsyncClosing):
         try:
             data = response.json()
         except ValueError as exc:
-            head = self._http.redact(response.text)[:80]
+            head = clip(self._http.redact(response.text), 80)
             self._protocol_error(
                 where,
                 f"body is not JSON ({exc})"
@@ -490,7 +488,7 @@ class OpenAIRunner(AsyncClosing):
         if "choices" not in data and isinstance(data.get("error"), (dict, str)):
             error = data["error"]
             detail = error.get("message", error) if isinstance(error, dict) else error
-            self._protocol_error(where, f"the server answered an error: {str(detail)[:200]}")
+            self._protocol_error(where, f"the server answered an error: {clip(str(detail), 200)}")
         return data
 
     def _protocol_error(self, where: str, what: str) -> NoReturn:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.models import Message, ToolSpec
 
@@ -179,7 +180,7 @@ class PromptWrapper:
             data = json.loads(text)
         except ValueError as exc:
             raise self._error(
-                f'must render to a JSON object {{"system", "user"}}: {exc}; got {text[:80]!r}'
+                f'must render to a JSON object {{"system", "user"}}: {exc}; got {clip(text, 80)!r}'
             ) from None
         if not isinstance(data, dict):
             raise self._error('must render to a JSON object {"system", "user"}')

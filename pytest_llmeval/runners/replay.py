@@ -7,9 +7,10 @@ Layout under the cassette root::
 
 ``fp12`` is the first 12 hex characters of the runner fingerprint, ``key`` is
 :func:`cassette_key`: sha256 over the runner fingerprint, the request and its *repeat index*
-(the k-th identical request within one case, see :func:`case_scope`). Files are pretty-printed
-JSON with sorted keys so they diff well in git, and are written atomically (temp file in the
-same folder + ``os.replace``), so any number of xdist workers may record at once.
+(the k-th identical request within one case, see
+:func:`~pytest_llmeval.core.case_context.case_scope`). Files are pretty-printed JSON with
+sorted keys so they diff well in git, and are written atomically (temp file in the same
+folder + ``os.replace``), so any number of xdist workers may record at once.
 
 :class:`RecordingRunner` wraps a live runner (``--llmeval-record none|new|all``);
 :class:`ReplayRunner` replays a recorded folder with no live backend at all.

@@ -1,7 +1,7 @@
 """Integration spans and their grounding in tool results (the precise definitions).
 
-Pure functions over an answer's text and the tool results it saw; the rules are those of the
-shared spec (``spec/integration.md`` §2), each deterministic:
+Pure functions over an answer's text and the tool results it saw; every rule is
+deterministic:
 
 * :func:`extract_spans`: ``Integration:`` spans as half-open code-point intervals of the text
   (NFC, LF line endings), the end marker excluded everywhere, a line break ending a span, the
@@ -30,7 +30,6 @@ MIN_STRING_FACT = 3
 LONG_FACT_CHARS = 40
 LONG_FACT_RUN = 8
 TOLERANCE = 1e-6
-LOCALES = ("en", "es", "de", "fr")
 
 _SPACE = " \u00a0\u202f"
 _NUMBER_RE = {

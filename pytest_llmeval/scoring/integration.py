@@ -1,4 +1,4 @@
-"""One tool-integration item scored from its answer and its trace (spec §2), purely.
+"""One tool-integration item scored from its answer and its trace, purely.
 
 :func:`score_item` returns the item's ``details`` (what ``results.jsonl`` keeps and what the
 suite's aggregate reads): the spans, lax and strict P/R/F1 with the fact grounding each span,
@@ -68,7 +68,8 @@ class ItemConfig:
     """Numbers and proper nouns a negative control's spans may name without the prompt."""
     item_pass: str = "all_grounded"
     mode: str = "precise"
-    """``precise`` (spec §2) or ``compat`` (the reference harness, §3)."""
+    """``precise`` (:mod:`.grounding`) or ``compat`` (the reference harness,
+    :mod:`.integration_compat`)."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def _score_compat(
     schemas: Mapping[str, Any],
     config: ItemConfig,
 ) -> dict[str, Any]:
-    """The reference harness's item (spec §3): see :mod:`.integration_compat`."""
+    """The reference harness's item: see :mod:`.integration_compat`."""
     spans = compat.spans(text, config.span_cap)
     fields = compat.fields([c.result for c in calls])
     segments = [text[a:b] for a, b in spans.kept]

@@ -1,7 +1,7 @@
-"""The reference harness's grounding, quirks included (spec §3): the ``compat`` mode.
+"""The reference harness's grounding, quirks included: the ``compat`` mode.
 
 For users who need the numbers the original tool-integration harness printed. Every rule here
-is the reference's, on purpose, even where it is wrong (the spec's §3 says why each is odd):
+is the reference's, on purpose, even where it is wrong (:mod:`.grounding` has the precise rules):
 
 * spans: ``Integration:\\s*([^\\n]+?)(?:[.!?…]\\s|$)`` without MULTILINE, on the raw text; a
   span that ends the text keeps its final punctuation, one cut by a line break is lost;

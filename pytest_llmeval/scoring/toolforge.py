@@ -1,12 +1,9 @@
 """tool-forge eval scoring: tokens, the twelve assertion checks, staleness, suite result.
 
 Pure functions only, and no presentation: the console summary is in
-:mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner contract
-(``shared/seeds/004_*.txt``) as decided in ``shared/spec/toolforge.md``: checks run in a fixed
-order, the verdict stops at the first failing unit, and units are counted as run or skipped.
-
-Size: the twelve checks of the tool-forge contract, in its fixed order, with the token
-rules they share; one contract, one module.
+:mod:`pytest_llmeval.suites.toolforge_console`. The rules are the tool-forge eval runner's
+contract: checks run in a fixed order, the verdict stops at the first failing unit, and units
+are counted as run or skipped.
 """
 
 from __future__ import annotations
@@ -87,7 +84,8 @@ def _js_json(value: Any) -> str:
 
 
 def js_string(value: Any) -> str:
-    """JS ``String(value)``, except that arrays and objects become compact JSON (spec decision)."""
+    """JS ``String(value)``, except that arrays and objects become compact JSON (a ``[object
+    Object]`` would match nothing)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -150,15 +148,6 @@ def _substitute(value: Any, seed: Any, snapshot: Any) -> tuple[str, list[str]]:
         return js_string(resolved)
 
     return _TOKEN.sub(replace, js_string(value)), unresolved
-
-
-def resolve_value(value: str, seed: Any, snapshot: Any) -> str | _Unresolved:
-    """``value`` with every token replaced; ``UNRESOLVED`` if any token is.
-
-    ``snapshot=None`` (snapshot capture not configured) leaves every snapshot token unresolved.
-    """
-    text, unresolved = _substitute(value, seed, snapshot)
-    return UNRESOLVED if unresolved else text
 
 
 def default_token_estimate(text: str) -> int:
@@ -405,7 +394,7 @@ _CHECKS: Final[tuple[tuple[str, Callable[[_Context, Any], Iterator[_Unit]]], ...
     ("maxLatencyMs", _max_latency),
     ("maxTokens", _max_tokens),
 )
-"""The checks in the spec's order; the order of ``expect`` keys never matters."""
+"""The checks in the contract's order; the order of ``expect`` keys never matters."""
 
 
 def check_case(
@@ -559,24 +548,6 @@ class CaseRecord(BaseModel):
     """Characters in the final response."""
     skipped_tokens: list[str] = Field(default_factory=list)
     """Raw unresolved tokens."""
-
-    @classmethod
-    def from_outcome(
-        cls, case_id: str, description: str, outcome: ToolForgeOutcome, transcript: Transcript
-    ) -> CaseRecord:
-        """The record of a case that ran."""
-        return cls(
-            id=case_id,
-            description=description,
-            passed=outcome.passed,
-            duration_ms=transcript.duration_ms,
-            assertions_run=outcome.assertions_run,
-            assertions_skipped=outcome.assertions_skipped,
-            error=outcome.error,
-            tools_called=[call.name for call in transcript.tool_calls],
-            response_length=len(transcript.response),
-            skipped_tokens=list(outcome.skipped_tokens),
-        )
 
 
 def _case_json(case: CaseRecord) -> dict[str, Any]:

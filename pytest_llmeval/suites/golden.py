@@ -95,7 +95,7 @@ class GoldenSection(SuiteSection):
 
 
 class GoldenSuite(SuiteBase):
-    """Golden datasets (seed 002)."""
+    """Golden datasets: one case per row, passed when every threshold on its scores holds."""
 
     @staticmethod
     def score_names() -> tuple[frozenset[str], tuple[str, ...]]:

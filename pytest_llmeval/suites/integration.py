@@ -1,4 +1,4 @@
-"""The tool-integration suite: ``__header__`` JSONL datasets (seed 000), scored by grounding.
+"""The tool-integration suite: ``__header__`` JSONL datasets, scored by grounding.
 
 A JSONL file whose first line is ``{"__header__": {...}}`` is an integration dataset
 (``*.integration.jsonl`` is collected by default; a manifest may name ``suite: integration``
@@ -68,7 +68,8 @@ HEADER = "__header__"
 BEHAVIOURS = ("normal", "no_tool", "decline", "retry")
 ITEM_PASS = ("all_grounded", "any_grounded")
 MODES = ("precise", "compat")
-"""``precise``: the spec's §2 definitions; ``compat``: the reference harness's (§3)."""
+"""``precise``: this project's definitions (:mod:`~pytest_llmeval.scoring.grounding`);
+``compat``: the reference harness's (:mod:`~pytest_llmeval.scoring.integration_compat`)."""
 ITEM_KEYS = (
     "sample_id", "prompt", "messages", "tools", "expected_behaviour", "call_sequence",
     "complexity", "negative_control", "locale_probe", "locale", "max_turns", "metadata",

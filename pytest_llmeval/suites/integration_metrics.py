@@ -97,7 +97,7 @@ def _mode(rows: Sequence[Row], mode: str, compat: bool) -> dict[str, Any]:
         "macro_recall": macro_r,
         "micro_fact_recall": sum(r.d["keyed_facts_found"] for r in rows) / keyed if keyed else None,
     }
-    if compat:  # the reference's two "micro" F1s (spec §3.7): summarize's is the report's
+    if compat:  # the reference's two "micro" F1s: summarize's is the report's
         any_recall = 1.0 if any(r.d[mode]["recall"] for r in rows) else 0.0
         out["micro_f1"] = harmonic(macro_p, macro_r)
         out["micro_f1_verifier"] = harmonic(precision, any_recall) if precision is not None else 0.0

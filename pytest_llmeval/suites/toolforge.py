@@ -60,7 +60,7 @@ class ToolForgeSection(SuiteSection):
 
 
 class ToolForgeSuite(SuiteBase):
-    """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files (seed 004)."""
+    """tool-forge ``*.golden.json`` / ``*.labeled.json`` eval files."""
 
     name = "toolforge"
     section_model = ToolForgeSection

@@ -7,7 +7,7 @@ manifest chooses the protocol::
 
     suite: when2call
     data: data/when2call_test_llm_judge.jsonl
-    protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge (not yet)
+    protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge
     prompt_format: default   # default | hermes | qwen2_5 | llama3_2 | xlam | functionary
     score: acc_norm          # acc_norm (default) | acc | acc_bytes | acc_tokens
     target_delimiter: ""     # between the prompt and each option, as the official YAML
@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import CaseFileError, RunnerError
 from pytest_llmeval.core.models import (
     CaseResult,
@@ -261,7 +262,7 @@ class When2CallSuite(SuiteBase):
 
 def _when2call_shaped(row: dict[str, Any]) -> bool:
     """A When2Call row: the file is claimed by any such row of its head, and a row that is not
-    one is that row's error (issue 15 #6)."""
+    one is that row's error (not the whole file's)."""
     answers = row.get("answers")
     return (
         {"uuid", "question", "correct_answer", "tools"} <= row.keys()
@@ -444,7 +445,7 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
         "pred_acc": pred,
         "classification": classification,
         "answered_with": answered,
-        "reply": transcript.response[:RAW_REPLY_CHARS],
+        "reply": clip(transcript.response, RAW_REPLY_CHARS),
         "tool_call": _first_call(transcript),
         "n_tools": meta["n_tools"],
         "protocol": "judge",
@@ -461,7 +462,7 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
     passed = pred == gold
     failure = None
     if not passed:
-        what = details["tool_call"] or repr(transcript.response[:200])
+        what = details["tool_call"] or repr(clip(transcript.response, 200))
         failure = f"gold {gold}, the judge classified the answer as {classification}: {what}"
     return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)
 
@@ -485,7 +486,7 @@ def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
         "pred": pred,
         "parsed_index": index,
         "unparsed": index is None,
-        "reply": reply[:RAW_REPLY_CHARS],
+        "reply": clip(reply, RAW_REPLY_CHARS),
         "n_tools": meta["n_tools"],
         "protocol": meta["protocol"],
         "prompt_format": meta["prompt_format"],
@@ -495,7 +496,7 @@ def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
     passed = pred == gold
     failure = None
     if index is None:
-        failure = f"gold {gold}, but the reply has no digit 0-3 (unparsed): {reply[:200]!r}"
+        failure = f"gold {gold}, but the reply has no digit 0-3 (unparsed): {clip(reply, 200)!r}"
     elif not passed:
-        failure = f"gold {gold}, predicted {pred} (the reply chose {index}): {reply[:200]!r}"
+        failure = f"gold {gold}, predicted {pred} (the reply chose {index}): {clip(reply, 200)!r}"
     return CaseScore(passed=passed, scores={"acc": float(passed)}, failure=failure, details=details)

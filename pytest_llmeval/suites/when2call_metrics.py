@@ -15,7 +15,7 @@ From the scored cases (an error case has no prediction and is counted in ``error
   (every gold ``cannot_answer``: the denominator the README's LLM-judge column seems to use),
   ``per_gold_accuracy`` and ``label_counts`` (per gold label, as the official judge
   aggregation prints them; ``direct`` is the judge's ``direct_answer``), ``unparsed``;
-* with repeats, ``stability``: seed 003's Stability@k, MeanConsistency@k, StableCorrectRate,
+* with repeats, ``stability``: Stability@k, MeanConsistency@k, StableCorrectRate,
   StableWrongRate, ModeCorrectRate, normalised entropy, flip rate and MeanAccAcrossRuns
   (:func:`~pytest_llmeval.scoring.classification.stability`).
 
@@ -48,7 +48,7 @@ RULES = ("acc", "acc_norm", "acc_bytes", "acc_tokens")
 
 
 class When2CallSection(SuiteSection):
-    """``report.json`` ``suites.when2call`` (seed 003 §7); the rest (per-class figures, label
+    """``report.json`` ``suites.when2call``; the rest (per-class figures, label
     counts, stability under repeats) stays as extra fields."""
 
     n: int

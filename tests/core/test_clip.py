@@ -1,4 +1,4 @@
-"""The one clipping marker (issue 15 #5): a clipped text says how long it was, also when it is
+"""The one clipping marker: a clipped text says how long it was, also when it is
 clipped again shorter (an error kept clipped, then shown in summary.md)."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def test_minilm_offline_scores_paraphrases_well_above_unrelated_pairs() -> None:
     embedder = CachedEmbedder(LocalEmbedder(), None)
 
     async def scores(pairs: list[tuple[str, str]]) -> list[float]:
-        return [await embedder.similarity(a, b) for a, b in pairs]
+        return [(await embedder.similarity_counted(a, b))[0] for a, b in pairs]
 
     close = asyncio.run(scores(PARAPHRASES))
     far = asyncio.run(scores(UNRELATED))
@@ -67,8 +67,8 @@ def test_the_endpoint_embedder_and_the_shared_file_cache(tmp_path: Path) -> None
         again = CachedEmbedder(EndpointEmbedder(server.base_url, "emb"), tmp_path)
 
         async def both() -> tuple[float, float]:
-            value = await first.similarity("hello there", "general kenobi")
-            other = await again.similarity("general kenobi", "hello there")
+            value, _ = await first.similarity_counted("hello there", "general kenobi")
+            other, _ = await again.similarity_counted("general kenobi", "hello there")
             await first.aclose()
             await again.aclose()
             return value, other

@@ -403,7 +403,7 @@ def test_deep_json_in_an_option_is_one_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out
     result.stderr.fnmatch_lines(
         ["ERROR: --llmeval-extra-body takes a JSON object, got '{*"
-         "(10,007 characters): nested more than 100 levels deep"]
+         "[[]clipped: 10007 characters in all]': nested more than 100 levels deep"]
     )  # fmt: skip
     assert "Traceback" not in out and "INTERNALERROR" not in out
     assert not (pytester.path / "run").exists()  # nothing ran

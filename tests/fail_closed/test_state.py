@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmeval.commands.merge import MergeError, merge
-from pytest_llmeval.rundir.journal import Journal, read_final
+from pytest_llmeval.rundir.journal import Journal, read_results
 from tests.conftest import read_jsonl, write_json
 
 CASES = [
@@ -420,7 +420,7 @@ def test_a_disk_that_fills_leaves_a_journal_resume_can_finish(
         assert "INTERNALERROR" not in full.stdout.str() + full.stderr.str()
         for path in (target / "run" / "journal").rglob("*.jsonl"):
             assert path.read_bytes().endswith(b"\n")  # whole lines only
-        kept = read_final(target / "run", 2)
+        kept = read_results(target / "run", 2, final_only=True)
         assert 0 < len(kept) < len(rows)
         subprocess.run(["mount", "-o", "remount,size=4m", str(target)], check=True)
         resumed = pytester.runpytest_subprocess(*ECHO, f"--llmeval-resume={target / 'run'}", *xdist)
@@ -447,7 +447,7 @@ def test_a_torn_last_journal_line_is_skipped(tmp_path: Path) -> None:
     journal.close()
     with journal.path.open("ab") as handle:
         handle.write(b'{"result": {"case_id": "b"')  # cut short
-    assert list(read_final(tmp_path, 2)) == ["f::a"]
+    assert list(read_results(tmp_path, 2, final_only=True)) == ["f::a"]
 
 
 @pytest.mark.parametrize(

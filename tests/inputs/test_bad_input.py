@@ -157,7 +157,9 @@ def test_bad_manifests_are_one_error_each(scripted: pytest.Pytester) -> None:
         "no-suite.llmeval.yaml: suite: missing required field (a string)",
         "empty-data.llmeval.yaml:2: data: expected a non-empty string",
         "nul.llmeval.yaml:2: data: 'da\\x00ta.json' cannot be used as a path: embedded null byte",
-        "long.llmeval.yaml:2: data: '" + "x" * 200 + "...' cannot be used as a path: File name",
+        "long.llmeval.yaml:2: data: '"
+        + "x" * 200
+        + "… [clipped: 5000 characters in all]' cannot be used as a path: File name",
         "bomb.llmeval.yaml:8: the document expands to more than 100,000 values (YAML aliases",
         "cycle.llmeval.yaml:3: a YAML alias refers to the value that contains it",
         "big.llmeval.yaml: the file is larger than 1 MiB; at most 1 MiB is read",

@@ -1,9 +1,10 @@
-"""The bad-input corpus (issue 15): each entry is a small eval project with one bad input.
+"""The bad-input corpus: each entry is a small eval project with one bad input.
 
 Every entry is run beside a good file: the bad input must give its clear error (``path:line``
 and the field where it applies), the good file's cases must run and pass, and the run's
 reports (``results.jsonl``, ``report.json``) must be written and parse. ``item`` names the
-numbered point of issue 15 an entry covers (``works`` for classes that were already handled).
+class of bad input an entry covers (:data:`ITEMS`; ``works`` for classes that were handled
+before the corpus was written).
 """
 
 from __future__ import annotations
@@ -29,13 +30,26 @@ GOOD_CASES = [
 ]
 
 
+ITEMS = {
+    "text-encoding": "invalid UTF-8 and lone surrogates, in a row, an id or a model's answer",
+    "manifest-value": "a manifest value of the wrong kind, or a data path that cannot be one",
+    "yaml-size": "a manifest over the size limit, an alias bomb or an alias cycle",
+    "number-range": "a threshold, gate or min-score that is NaN or outside its range",
+    "huge-output": "an answer too large to quote or to read whole",
+    "claimed-by-shape": "a file claimed by its rows' shape when its first row is odd",
+    "markdown-injection": "Markdown in a case id reaching summary.md",
+    "unknown-key": "a manifest key no suite knows",
+}
+"""The classes of bad input the corpus covers, each with what its entries hold."""
+
+
 @dataclass(frozen=True)
 class Bad:
     """One bad input: the files of the project besides the good one, and what must be said."""
 
     name: str
     item: str
-    """The point of issue 15 it covers (``"1"`` ... ``"8"``), or ``"works"``."""
+    """The class of bad input it covers (one of :data:`ITEMS`), or ``"works"``."""
     files: dict[str, str | bytes]
     messages: tuple[str, ...]
     """Texts the terminal output must hold (each a ``path:line: field: message``)."""
@@ -74,20 +88,20 @@ CORPUS: list[Bad] = [
     # -- 1: text that is not valid Unicode
     Bad(
         "surrogate-in-a-row",
-        "1",
+        "text-encoding",
         {"sur.eval.jsonl": _jsonl('{"id": "s", "input": "a\\ud800", "expected_output": "a"}', ROW)},
         ("sur.eval.jsonl:1: input: not valid Unicode: a lone surrogate \\ud800 at character 2",),
         passed=1,
     ),
     Bad(
         "surrogate-in-an-id",
-        "1",
+        "text-encoding",
         {"sur.eval.jsonl": _jsonl('{"id": "\\udfff", "input": "a", "expected_output": "a"}')},
         ("sur.eval.jsonl:1: id: not valid Unicode: a lone surrogate \\udfff at character 1",),
     ),
     Bad(
         "invalid-utf8-in-a-json-array",
-        "1",
+        "text-encoding",
         {
             "bytes.golden.json": b'[\n {"id": "a", "input": "a", "expected_output": "a"},\n'
             b' {"id": "b", "input": "\xed\xa0\x80", "expected_output": "b"}\n]\n'
@@ -97,7 +111,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "surrogate-in-a-models-answer",
-        "1",
+        "text-encoding",
         {
             "odd.golden.json": json.dumps(
                 [{"id": "o", "input": "surrogate", "expected_output": "x"}]
@@ -113,58 +127,62 @@ CORPUS: list[Bad] = [
     # -- 2: manifests that used to interrupt the session
     Bad(
         "thresholds-not-a-mapping",
-        "2",
+        "manifest-value",
         {"t.llmeval.yaml": "suite: golden\ndata: data.json\nthresholds: 5\n", **DATA},
         ("t.llmeval.yaml:3: thresholds: expected an object or null, got a number",),
     ),
     Bad(
         "data-path-with-a-nul-byte",
-        "2",
+        "manifest-value",
         {"nul.llmeval.yaml": 'suite: golden\ndata: "da\\0ta.json"\n'},
         ("nul.llmeval.yaml:2: data: 'da\\x00ta.json' cannot be used as a path: embedded null",),
     ),
     Bad(
         "data-path-in-a-symlink-loop",
-        "2",
+        "manifest-value",
         {"loop.llmeval.yaml": "suite: golden\ndata: loop/x.json\n"},
         ("loop.llmeval.yaml:2: data: 'loop/x.json' cannot be used as a path: ",),
         symlinks={"loop": "loop"},
     ),
     Bad(
         "data-path-of-5000-characters",
-        "2",
+        "manifest-value",
         {"long.llmeval.yaml": "suite: golden\ndata: " + "x" * 5000 + "\n"},
-        ("long.llmeval.yaml:2: data: '" + "x" * 200 + "...' cannot be used as a path: ",),
+        (
+            "long.llmeval.yaml:2: data: '"
+            + "x" * 200
+            + "… [clipped: 5000 characters in all]' cannot be used as a path: ",
+        ),
     ),
     Bad(
         "data-is-a-folder",
-        "2",
+        "manifest-value",
         {"dir.llmeval.yaml": "suite: golden\ndata: sub\n", "sub/README.txt": "not data\n"},
         ("dir.llmeval.yaml: data: data file 'sub' is a folder, not a file",),
     ),
     # -- 3: YAML that expands without bound
     Bad(
         "yaml-alias-bomb",
-        "3",
+        "yaml-size",
         {"bomb.llmeval.yaml": "suite: golden\ndata: data.json\n" + _laughs(), **DATA},
         ("bomb.llmeval.yaml:8: the document expands to more than 100,000 values",),
     ),
     Bad(
         "yaml-alias-cycle",
-        "3",
+        "yaml-size",
         {"cycle.llmeval.yaml": "suite: golden\ndata: data.json\ngates: &g [*g]\n", **DATA},
         ("cycle.llmeval.yaml:3: a YAML alias refers to the value that contains it",),
     ),
     Bad(
         "manifest-over-1-mib",
-        "3",
+        "yaml-size",
         {"big.llmeval.yaml": "suite: golden\ndata: data.json\ndescription: " + "x" * (1 << 20)},
         ("big.llmeval.yaml: the file is larger than 1 MiB; at most 1 MiB is read",),
     ),
     # -- 4: NaN and out-of-range thresholds
     Bad(
         "nan-manifest-threshold",
-        "4",
+        "number-range",
         {
             "nan.llmeval.yaml": "suite: golden\ndata: data.json\nthresholds:\n  x: {regex: .nan}\n",
             **DATA,
@@ -173,7 +191,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "manifest-threshold-above-1",
-        "4",
+        "number-range",
         {
             "big.llmeval.yaml": "suite: golden\ndata: data.json\nthresholds:\n  x:\n"
             "    exact_match: 1.5\n",
@@ -183,7 +201,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "nan-min-score",
-        "4",
+        "number-range",
         {
             "mins.eval.jsonl": _jsonl(
                 '{"id": "n", "input": "x", "expected_output": "x",'
@@ -194,7 +212,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "min-score-below-0",
-        "4",
+        "number-range",
         {
             "mins.eval.jsonl": _jsonl(
                 '{"id": "n", "input": "x", "expected_output": "x",'
@@ -208,7 +226,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "nan-manifest-gate",
-        "4",
+        "number-range",
         {
             "g.llmeval.yaml": "suite: golden\ndata: data.json\n"
             "gates: {metric: pass_rate, op: '>=', value: .nan}\n",
@@ -218,7 +236,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "manifest-gate-on-a-rate-above-1",
-        "4",
+        "number-range",
         {"g.llmeval.yaml": "suite: golden\ndata: data.json\ngates: 'pass_rate >= 90'\n", **DATA},
         (
             "gate problem: g.llmeval.yaml: gates: bad gate 'pass_rate >= 90': pass_rate is a rate "
@@ -230,7 +248,7 @@ CORPUS: list[Bad] = [
     # -- 6: files claimed by the shape of their rows
     Bad(
         "golden-first-case-without-expected-output",
-        "6",
+        "claimed-by-shape",
         {
             "kw.eval.jsonl": _jsonl(
                 '{"id": "kw", "input": "hello world", "keywords": ["world"],'
@@ -244,7 +262,7 @@ CORPUS: list[Bad] = [
     ),
     Bad(
         "golden-array-first-case-with-a-pattern",
-        "6",
+        "claimed-by-shape",
         {
             "re.golden.json": '[{"id": "re", "input": "abc", "pattern": "b",'
             ' "min_scores": {"regex": 1}},\n {"id": "no", "input": "x"}]\n'
@@ -255,7 +273,7 @@ CORPUS: list[Bad] = [
     # -- 8: a manifest key no suite knows
     Bad(
         "unknown-manifest-key",
-        "8",
+        "unknown-key",
         {
             "typo.llmeval.yaml": "suite: golden\ndata: data.json\ntreshold:\n  x: {regex: 1}\n",
             **DATA,
@@ -428,7 +446,7 @@ LATER: list[Bad] = [
     # -- 5: a response over the size cap; long texts clipped with the full length
     Bad(
         "response-over-the-size-cap",
-        "5",
+        "huge-output",
         {"big.golden.json": json.dumps([{"id": "big", "input": "huge", "expected_output": "a"}])},
         (
             "big.golden.json:1: protocol error: openai: POST ",
@@ -440,7 +458,7 @@ LATER: list[Bad] = [
     ),
     Bad(
         "huge-answer-clipped-in-the-failure",
-        "5",
+        "huge-output",
         {"big.golden.json": json.dumps([{"id": "big", "input": "huge", "expected_output": "a"}])},
         ("[clipped: ",),
         errors=0,
@@ -450,7 +468,7 @@ LATER: list[Bad] = [
     # -- 7: case text in summary.md is inert Markdown
     Bad(
         "markdown-in-a-case-id",
-        "7",
+        "markdown-injection",
         {
             "md.golden.json": json.dumps(
                 [{"id": HOSTILE_ID, "input": "q", "expected_output": "not q"}]
@@ -465,7 +483,8 @@ LATER: list[Bad] = [
         ),
     ),
 ]
-"""#5 and #7: inputs that reach a live runner and ``summary.md``."""
+"""``huge-output`` and ``markdown-injection`` inputs that reach a live runner and
+``summary.md``."""
 
 
 class _ChunkedOpenAI(http.server.BaseHTTPRequestHandler):
@@ -562,7 +581,7 @@ def test_bad_input_gives_its_error_and_the_rest_runs(pytester: pytest.Pytester, 
 
 def test_the_corpus_covers_every_item() -> None:
     items = [bad.item for bad in (*CORPUS, *LATER)]
-    assert set(items) == {*"12345678", "works"}  # every item of issue 15's 1-8
+    assert set(items) == {*ITEMS, "works"}
     assert items.count("works") == 23  # the classes that were handled before
     assert len({bad.name for bad in CORPUS}) == len(CORPUS)
 

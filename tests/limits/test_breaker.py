@@ -1,4 +1,4 @@
-"""The circuit breaker (issue 15 #11): a dead backend fails the rest of the run fast.
+"""The circuit breaker: a dead backend fails the rest of the run fast.
 
 pytest runs go through ``runpytest_subprocess`` (see ``tests/runners/test_openai_http.py``: an
 in-process run would leave two sets of httpx exception classes).
@@ -277,7 +277,7 @@ def test_a_backend_killed_mid_run_fails_the_rest_fast_and_resume_finishes(
 
 
 def test_eval_failure_messages_are_clipped() -> None:
-    """issue 15 #5: a huge answer quoted in a failure is cut, with its full length."""
+    """A huge answer quoted in a failure is cut, with its full length."""
     from pytest_llmeval.core.errors import EvalFailure
 
     failure = EvalFailure("expected 'a', got " + "x" * 100_000, "y" * 100_000)

@@ -622,7 +622,7 @@ def test_max_connections_holds_in_process(
 def test_the_global_limit_holds_with_n_2(
     pytester: pytest.Pytester, slow_server: OpenAIServer
 ) -> None:
-    """The issue's test: 2 workers x 8 in flight each, and the server never sees more than 3."""
+    """2 workers x 8 in flight each, and the server never sees more than 3."""
     pytest.importorskip("xdist")
     write_cases(pytester, 30)
     result = run_openai(

@@ -48,7 +48,7 @@ def test_token_budget_skips_the_rest_and_writes_reports(pytester: pytest.Pyteste
 
 
 def test_gates_after_a_budget_stop_are_partial(pytester: pytest.Pytester) -> None:
-    """Gates judged only the cases before the budget: a gate that holds says so (#15)."""
+    """Gates judged only the cases before the budget: a gate that holds says ``partial``."""
     write_json(pytester, "qa.golden.json", cases(6))
     result = pytester.runpytest(
         *ECHO, "--llmeval-max-tokens-total", "10", "--llmeval-run-dir", "run",

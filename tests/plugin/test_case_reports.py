@@ -1,5 +1,5 @@
 """What junit says about cases: each case's own time under run-ahead, and under
-``--llmeval-exit-on gates`` only the gates (and broken input) turn CI red (issue 15 #14);
+``--llmeval-exit-on gates`` only the gates (and broken input) turn CI red;
 a broken manifest is reported once; an xfailed miss does not fail ``merge``."""
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def test_markers_select_suite_and_category(scripted: pytest.Pytester) -> None:
 
 
 def test_a_category_named_like_a_suite_does_not_select_it(scripted: pytest.Pytester) -> None:
-    """Issue 15 #17: -m golden selects the golden suite only; a golden category (tool-forge's
+    """-m golden selects the golden suite only; a golden category (tool-forge's
     golden tier, or any case's category) is -m category_golden."""
     write_json(scripted, "qa.golden.json", [*GOLDEN, {**GOLDEN[0], "id": "g", "category": "gaia"}])
     items, _ = scripted.inline_genitems("--llmeval-runner", "echo")

@@ -1,5 +1,4 @@
-"""A case that cannot run is one line per case in the terminal, its traceback in errors.jsonl
-(issue 15 #12)."""
+"""A case that cannot run is one line per case in the terminal, its traceback in errors.jsonl."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ can take into a run, a real session against the loopback OpenAI server whose ans
 errors echo back everything they were sent, and not one planted value in any file the session
 wrote (run dir, journal, cassettes, junit, json report, baseline) nor in its terminal output.
 
-The routes (issue 15 #9): the API key variable; a password in the base URL's user-info; a
+The routes: the API key variable; a password in the base URL's user-info; a
 credential in its query string (also on the command line, so in the manifest's invocation);
 a ``CI_*`` job token in the environment; secret-named keys of ``--llmeval-extra-body``.
 """

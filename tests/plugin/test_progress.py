@@ -1,4 +1,4 @@
-"""Progress lines of a run (issue 15 #19): done/total, in flight, tokens, cost, ETA; quiet
+"""Progress lines of a run: done/total, in flight, tokens, cost, ETA; quiet
 with -q, off with --llmeval-progress 0; a price table gives the cost in report.json."""
 
 from __future__ import annotations

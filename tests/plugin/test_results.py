@@ -1,4 +1,4 @@
-"""A case's input, expectation and conversation in results.jsonl and report.html (issue 15 #18):
+"""A case's input, expectation and conversation in results.jsonl and report.html:
 redacted, clipped, and the same whatever ``-n`` or shards."""
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def test_an_error_row_keeps_its_input_and_expectation(pytester: pytest.Pytester)
 
 
 def test_a_long_answer_is_kept_clipped_with_its_full_length(pytester: pytest.Pytester) -> None:
-    """Issue 15 #5: results.jsonl keeps a model's answer up to RESPONSE_CHARS, then the marker;
+    """results.jsonl keeps a model's answer up to RESPONSE_CHARS, then the marker;
     scoring saw the whole answer."""
     from pytest_llmeval.plugin.results import RESPONSE_CHARS
     from tests.conftest import answering_runner

@@ -79,7 +79,7 @@ def test_resume_after_kill_9_gives_the_uninterrupted_reports(pytester: pytest.Py
 
 
 def test_resume_says_what_its_tallies_count(pytester: pytest.Pytester) -> None:
-    """Issue 15 #20: llmeval's tallies cover the whole run, pytest's line this session; the
+    """llmeval's tallies cover the whole run, pytest's line this session; the
     terminal says so, and names expected misses that pytest calls xfailed."""
     write_json(pytester, "qa.golden.json", CASES[4:10])
     pytester.makefile(".yaml", w2c="suite: golden\ndata: qa.golden.json\nmisses: xfail\n").rename(

@@ -1,5 +1,5 @@
 """Gates judged on a subset of the cases (``-k``, ``-m``, ``--lf``) say ``partial``, never
-``passed``: in the terminal, ``report.json``, junit and the HTML page (issue 15 #15)."""
+``passed``: in the terminal, ``report.json``, junit and the HTML page."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """Every way of running a fixed project writes the run dir it wrote before the re-layering.
 
-Issue 14 re-layers the run dir, the report model and the verdict, and asks that ``pytest
-evals/``, ``-n 2``, shards + ``merge``, ``summarize``, resume and baselines give byte-identical
+A re-layering of the run dir, the report model or the verdict must leave ``pytest evals/``,
+``-n 2``, shards + ``merge``, ``summarize``, resume and baselines giving byte-identical
 ``results.jsonl`` and equal ``report.json`` (timings aside) before and after. This file pins that:
 it copies the example project (``evals/`` and ``fixtures/``, with the ini keys ``pytest evals/``
 reads from the repo's ``pyproject.toml``) into a tmp dir, runs it in each mode through a real
 ``pytest`` or ``python -m pytest_llmeval`` subprocess (the default ``replay`` runner, offline),
 and compares each mode's outputs with ``tests/data/rundir_golden/<mode>/``, written by the code
-before the re-layering (6d8c2f2) and regenerated since only where an issue added fields on
-purpose (issue 15: each case's ``input``, ``expected``, ``transcript`` and ``xfailed``, each gate's
+before the first re-layering (6d8c2f2) and regenerated since only where fields were added on
+purpose (each case's ``input``, ``expected``, ``transcript`` and ``xfailed``, each gate's
 ``status``, the baseline's case lists; a repeated case's ``usage`` counting every run, not the
 first; each baseline gate change's ``baseline_status`` and ``current_status``;
 ``LLMEVAL_REGEN_GOLDEN=1`` rewrites them):

@@ -123,13 +123,13 @@ def test_429_with_retry_after_then_success(srv: ScriptedServer) -> None:
 
 def test_retry_delay_honours_retry_after_capped_and_jittered() -> None:
     runner = HttpAgentRunner("http://127.0.0.1:9/chat", backoff_s=1.0, max_backoff_s=8.0)
-    assert runner._delay(1, retry_after=0.0) == 0.0
-    assert runner._delay(1, retry_after=2.5) == 2.5
-    assert runner._delay(1, retry_after=100.0) == 8.0
+    assert runner._http.delay(1, retry_after=0.0) == 0.0
+    assert runner._http.delay(1, retry_after=2.5) == 2.5
+    assert runner._http.delay(1, retry_after=100.0) == 8.0
     for attempt, base in [(1, 1.0), (2, 2.0), (3, 4.0)]:
-        delays = [runner._delay(attempt, None) for _ in range(50)]
+        delays = [runner._http.delay(attempt, None) for _ in range(50)]
         assert all(base <= d <= base * 1.5 for d in delays)
-    assert runner._delay(10, None) == 8.0
+    assert runner._http.delay(10, None) == 8.0
 
 
 def test_retries_exhausted(srv: ScriptedServer) -> None:
@@ -188,7 +188,7 @@ def test_connection_refused() -> None:
     with ScriptedServer() as gone:
         url = gone.url_for("/chat")  # nothing listens there once the block is left
     err = send_error(url, max_retries=1)
-    # issue 15 #11: nobody listens, so a retry a moment later cannot help: tried once
+    # nobody listens, so a retry a moment later cannot help: tried once
     assert (err.kind, err.retryable) == ("connection", False)
     assert str(err).endswith("(not retried: connection refused)")
 

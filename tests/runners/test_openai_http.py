@@ -800,7 +800,7 @@ def test_an_unknown_transport_is_a_config_error() -> None:
 
 
 def test_a_response_over_the_size_cap_is_an_error_naming_the_limit() -> None:
-    """issue 15 #5: the body is not read past --llmeval-max-response-bytes."""
+    """The body is not read past --llmeval-max-response-bytes."""
     big = Reply(json={"choices": [{"message": {"content": "x" * 5000}}]})
     with OpenAIServer(lambda body: big) as server:
         runner = OpenAIRunner("test-model", server.base_url, max_response_bytes=1000)

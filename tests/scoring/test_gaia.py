@@ -27,7 +27,8 @@ from pytest_llmeval.scoring.gaia import (
 
 
 def _reference(model_answer: Any, ground_truth: Any) -> bool:
-    """An independent transcription of spec/gaia.md §1 (prints left out), as an oracle."""
+    """An independent transcription of the official ``question_scorer`` (prints left out), as an
+    oracle."""
 
     def is_float(element: Any) -> bool:
         try:

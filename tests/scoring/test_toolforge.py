@@ -20,7 +20,6 @@ from pytest_llmeval.scoring.toolforge import (
     diff_baseline,
     js_string,
     resolve_path,
-    resolve_value,
     staleness_warnings,
     tokens_in,
 )
@@ -136,24 +135,38 @@ def test_resolve_path_unresolved(path: str) -> None:
     assert resolve_path(SEED, path) is UNRESOLVED
 
 
+def substituted(value: str, snapshot: Any = SNAPSHOT) -> str | None:
+    """What a ``responseContains`` value reads once its tokens are replaced (``None``: one
+    did not resolve, so the check was skipped). Checked against an empty response, the
+    failure message quotes the substituted text."""
+    outcome = check({"responseContains": [value]}, snapshot=snapshot)
+    if outcome.skipped_tokens:
+        assert outcome.passed and outcome.assertions_skipped == 1
+        return None
+    assert outcome.error is not None
+    prefix, suffix = "responseContains: expected '", "' in response but not found"
+    assert outcome.error.startswith(prefix) and outcome.error.endswith(suffix)
+    return outcome.error[len(prefix) : -len(suffix)]
+
+
 def test_unresolved_sentinel() -> None:
     assert repr(UNRESOLVED) == "UNRESOLVED"
     assert resolve_path(None, "a") is UNRESOLVED
-    assert resolve_value("{{seed:nope}}", SEED, None) is UNRESOLVED
+    assert substituted("{{seed:nope}}") is None
 
 
-def test_resolve_value() -> None:
-    assert resolve_value("no tokens {{here}}", SEED, None) == "no tokens {{here}}"
+def test_tokens_are_substituted() -> None:
+    assert substituted("no tokens {{here}}") == "no tokens {{here}}"
     value = "{{seed:holdings.equities[0].shares}} {{seed:holdings.equities[0].symbol}}"
-    assert resolve_value(value, SEED, None) == "150 AAPL"
-    assert resolve_value("${{snapshot:prices.AAPL.current}}", SEED, SNAPSHOT) == "$178.5"
-    assert resolve_value("{{snapshot:prices.AAPL.current}}", SEED, None) is UNRESOLVED
-    assert resolve_value("{{seed:city}} {{seed:gone}}", SEED, None) is UNRESOLVED
-    assert resolve_value("n={{seed:holdings.equities[1].shares}}", SEED, None) == "n=0"
-    assert resolve_value("{{seed:totals.active}}", SEED, None) == "false"
-    assert resolve_value("[{{seed:holdings.equities[1].name}}]", SEED, None) == "[]"
-    assert resolve_value("{{seed:profile}}", SEED, None) == '{"b":1,"a":[1,"é"]}'
-    assert resolve_value("{{seed:matrix[1]}}", SEED, None) == "[3,4]"
+    assert substituted(value) == "150 AAPL"
+    assert substituted("${{snapshot:prices.AAPL.current}}") == "$178.5"
+    assert substituted("{{snapshot:prices.AAPL.current}}", snapshot=None) is None
+    assert substituted("{{seed:city}} {{seed:gone}}") is None
+    assert substituted("n={{seed:holdings.equities[1].shares}}") == "n=0"
+    assert substituted("{{seed:totals.active}}") == "false"
+    assert substituted("[{{seed:holdings.equities[1].name}}]") == "[]"
+    assert substituted("{{seed:profile}}") == '{"b":1,"a":[1,"é"]}'
+    assert substituted("{{seed:matrix[1]}}") == "[3,4]"
 
 
 def test_tokens_in() -> None:
@@ -648,15 +661,33 @@ def test_staleness_partial_metadata() -> None:
 # --- suite result, baseline, console -----------------------------------------------------------
 
 
+def record(
+    case_id: str, description: str, outcome: ToolForgeOutcome, transcript: Transcript
+) -> CaseRecord:
+    """The record of a case that ran, as the suite builds it from its result."""
+    return CaseRecord(
+        id=case_id,
+        description=description,
+        passed=outcome.passed,
+        duration_ms=transcript.duration_ms,
+        assertions_run=outcome.assertions_run,
+        assertions_skipped=outcome.assertions_skipped,
+        error=outcome.error,
+        tools_called=[call.name for call in transcript.tool_calls],
+        response_length=len(transcript.response),
+        skipped_tokens=list(outcome.skipped_tokens),
+    )
+
+
 def records() -> list[CaseRecord]:
-    passed = CaseRecord.from_outcome(
+    passed = record(
         "gs-001",
         "direct weather question",
         check({"toolsCalled": ["get_weather"]}, transcript("Sunny", [("get_weather", {})], 1250)),
         transcript("Sunny", [("get_weather", {})], 1250),
     )
     failing_t = transcript('{"fetchedAt": 1}', [("get_forecast", {})], 2100.4)
-    failed = CaseRecord.from_outcome(
+    failed = record(
         "gs-002",
         "no raw JSON leak",
         check(

@@ -1,5 +1,5 @@
-"""The tool-integration suite: §2's worked numbers, hand-computed items through the real agent
-loop and broker, collection, gates and a contaminated control failing the session."""
+"""The tool-integration suite: a worked example's numbers, hand-computed items through the
+real agent loop and broker, collection, gates and a contaminated control failing the session."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_numbers_are_read_one_token_at_a_time_in_the_locale() -> None:
     assert numbers_in("1.280,5", "en") == []  # never half a German number
 
 
-# -- §2 worked check ----------------------------------------------------------------------------
+# -- a worked example, checked by hand ---------------------------------------------------------
 
 
 A = (
@@ -340,7 +340,7 @@ def test_bad_items_and_headers_are_clear_errors(loop: pytest.Pytester) -> None:
     relaxed.assert_outcomes(errors=3, passed=1 + 3, failed=2, skipped=2)
 
 
-# -- compat: the reference harness, §3.9 ------------------------------------------------------
+# -- compat: the reference harness -------------------------------------------------------------
 
 
 def _compat(text: str, result: Any, **meta: Any) -> dict[str, Any]:

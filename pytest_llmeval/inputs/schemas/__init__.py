@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.inputs.loading import a_json_type
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def explain(error: ValidationError | SchemaError) -> tuple[DocPath, str]:
         op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
         return path, f"expected {kind} {op[rule]} {expected}, got {_shown(value)}"
-    return path, _clip(error.message)
+    return path, clip(error.message, MAX_SHOWN)
 
 
 def field_name(path: Iterable[str | int]) -> str:
@@ -154,8 +155,4 @@ def _a_type(value: object) -> str:
 
 
 def _shown(value: object) -> str:
-    return _clip(repr(value))
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+    return clip(repr(value), MAX_SHOWN)

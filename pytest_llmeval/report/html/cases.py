@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pytest_llmeval.core.clip import clip
@@ -145,12 +145,8 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 """The data block's JSON (one encoder for every row)."""
 
 
-def script_json(value: Any) -> str:
-    """JSON that is safe inside ``<script>``: no ``<`` (so no ``</script>`` nor ``<!--``)."""
-    return _script_safe(_COMPACT.encode(value))
-
-
 def _script_safe(text: str) -> str:
+    """JSON text made safe inside ``<script>``: no ``<`` (so no ``</script>`` nor ``<!--``)."""
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -160,16 +156,12 @@ def _script_safe(text: str) -> str:
     )
 
 
-def cases_json(results: Sequence[CaseResult], max_chars: int) -> str:
-    """The data block's text: ``{"version": 1, "max_chars": N, "cases": [...]}``."""
-    return "".join(cases_json_pieces(results, max_chars))
-
-
 def cases_json_pieces(results: Iterable[CaseResult], max_chars: int) -> Iterator[str]:
-    """:func:`cases_json` in pieces: the head, then each case's row (after a comma), then the
-    end. A row is built, encoded and made safe inside ``<script>`` only when it is asked for,
-    so a page written piece by piece holds one row at a time, not the block (at 100,000 cases
-    the block is tens of MB, and a page built whole held it several times over)."""
+    """The data block's text (``{"version": 1, "max_chars": N, "cases": [...]}``) in pieces:
+    the head, then each case's row (after a comma), then the end. A row is built, encoded and
+    made safe inside ``<script>`` only when it is asked for, so a page written piece by piece
+    holds one row at a time, not the block (at 100,000 cases the block is tens of MB, and a
+    page built whole held it several times over)."""
     head = _COMPACT.encode({"version": 1, "max_chars": max_chars})
     yield _script_safe(f'{head[:-1]},"cases":[')
     for i, result in enumerate(results):

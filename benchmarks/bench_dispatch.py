@@ -31,6 +31,7 @@ from _harness import (
     Sample,
     baseline_env,
     best_of,
+    checkout_env,
     clean_env,
     pytest_command,
     ratio,
@@ -111,7 +112,7 @@ def measure(
         variants = {
             "empty": lambda: run(without, empty, env),
             "plain": lambda: run(without, plain, env),
-            "llmeval": plugin(env),
+            "llmeval": plugin(checkout_env(env)),
         }
         if baseline is not None:
             variants["llmeval@baseline"] = plugin(baseline_env(env, baseline))

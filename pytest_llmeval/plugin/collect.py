@@ -182,7 +182,7 @@ class EvalFile(pytest.File):
         manifest.check_options(suite.name, getattr(suite, "manifest_options", None))
         data = manifest.data_path()
         if manifest.repeats is not None:
-            self.state.runahead.file_repeats[display_path(data, rootdir)] = manifest.repeats
+            self.state.repeats.file_repeats[display_path(data, rootdir)] = manifest.repeats
         self.state.file_options[display_path(data, rootdir)] = dict(manifest.options)
         self.misses = manifest.misses
         source = CaseSource(

@@ -105,7 +105,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is not None:
         preflight.close_unused_runner(config, state.dispatcher.call)
-        state.services.stop()
+        state.dispatcher.close_services()
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 import pytest
 
 from pytest_llmeval.config.settings import Settings
-from pytest_llmeval.core.models import EvalCase, Transcript
+from pytest_llmeval.core.models import Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import fixture_closure
@@ -33,18 +33,7 @@ class RunAhead:
         self.config = config
         self.settings = settings
         self.dispatcher = dispatcher
-        self.file_repeats: dict[str, int] = {}
-        """Runs per case set by a manifest, by data file (display path)."""
         self._order: list[EvalItem] = []
-        dispatcher.repeats_for = self.repeats_for
-
-    def repeats_for(self, case: EvalCase) -> int:
-        """Runs of ``case``: its own ``metadata.repeats``, else its manifest's, else
-        ``--llmeval-repeats``."""
-        own = case.metadata.get("repeats")
-        if isinstance(own, int) and not isinstance(own, bool) and own >= 1:
-            return own
-        return self.file_repeats.get(case.file, self.settings.repeats)
 
     def plan(
         self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[EvalItem]]

@@ -36,13 +36,14 @@ from pytest_llmeval.core.redact import (
     urls_in,
 )
 from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.engine.services import RepeatPolicy
 from pytest_llmeval.inputs.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.results import ResultBuilder
-from pytest_llmeval.plugin.services import Services
+from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
@@ -122,11 +123,6 @@ class LLMEvalState:
         """Key variables that are set to a placeholder or a short value: not masked."""
         redact_logs(self.redactor)
         workspaces = RunLayout(self.run_dir).workspaces
-        self.dispatcher = Dispatcher(
-            settings.concurrency, settings.timeout, workspace_root=workspaces
-        )
-        self.runahead = RunAhead(config, settings, self.dispatcher)
-        self.results = ResultBuilder(suites, self.redactor, self.journal)
         # the session-wide backend limits; their limiter is handed to every RunnerRegistry
         self.limits = SessionLimits(
             settings.max_connections,
@@ -135,9 +131,16 @@ class LLMEvalState:
             breaker_threshold=settings.breaker_threshold,
             budget=settings.max_tokens_total is not None or settings.max_cost is not None,
         )
-        self.services = Services(
-            config, settings, self.dispatcher, self.redactor, self.limits.limiter
+        self.repeats = RepeatPolicy(settings.repeats)
+        """Runs per case; collection adds each manifest's ``repeats``."""
+        self.services = case_services(
+            config, settings, self.redactor, self.limits.limiter, self.repeats
         )
+        self.dispatcher = Dispatcher(
+            settings.concurrency, settings.timeout, workspaces, self.services
+        )
+        self.runahead = RunAhead(config, settings, self.dispatcher)
+        self.results = ResultBuilder(suites, self.redactor, self.journal)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
 

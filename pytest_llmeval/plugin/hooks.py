@@ -59,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    config.pluginmanager.register(state.records, "llmeval-records")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
@@ -95,10 +96,11 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
     """Budgets in every process that runs cases; progress where the results arrive."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
-    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers, ledger)
+    budget = Budget(state.settings, state.dispatcher, state.records, _is_eval_item, workers, ledger)
     config.pluginmanager.register(budget, "llmeval-budget")
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")
+        progress = Progress(config, state.settings, state.records)
+        config.pluginmanager.register(progress, "llmeval-progress")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -117,7 +119,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if report is not None:
         config.pluginmanager.unregister(report)
         del config.stash[session_report_key]
-    for name in ("llmeval-budget", "llmeval-progress", "llmeval-interruption"):
+    names = ("llmeval-budget", "llmeval-progress", "llmeval-interruption", "llmeval-records")
+    for name in names:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -298,7 +301,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
         state.results.attach(item, call, report)
-        case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
+        record = state.records.of(report)
+        case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail
             report.llmeval_unjournaled = stopped

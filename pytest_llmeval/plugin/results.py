@@ -34,6 +34,7 @@ from pytest_llmeval.core.models import (
 )
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.core.repeats import summary
+from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -67,10 +68,14 @@ TRACEBACK_CHARS = 50_000
 class ResultBuilder:
     """Builds, redacts, journals and attaches every case result of one process."""
 
-    def __init__(self, suites: SuiteRegistry, redactor: Redactor, journal: Journal):
+    def __init__(
+        self, suites: SuiteRegistry, redactor: Redactor, journal: Journal, records: CaseRecords
+    ):
         self.suites = suites
         self.redactor = redactor
         self.journal = journal
+        self.records = records
+        """Where each result goes for the hooks that read it (budget, progress, reports)."""
         self._last_fingerprint: tuple[Any, dict[str, Any], str] | None = None
 
     def from_score(self, item: EvalItem, score: CaseScore) -> CaseResult:
@@ -241,8 +246,9 @@ class ResultBuilder:
     def attach(
         self, item: EvalItem, call: pytest.CallInfo[None], report: pytest.TestReport
     ) -> None:
-        """Put the phase's result on ``report`` (it crosses xdist there), journal it, and give
-        junit its small scalar properties."""
+        """Record the phase's result as the one ``report`` carries (:class:`CaseRecords`;
+        it crosses xdist with the report), journal it, and give junit its small scalar
+        properties."""
         result = self.for_phase(item, report, call.excinfo)
         if result is None:
             return
@@ -254,9 +260,9 @@ class ResultBuilder:
         data = self.redactor.value(result.model_dump(mode="json"))
         if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
             fp, data["runner_fingerprint"] = self.fingerprint_of(agent)
-            report.llmeval_runner = fp  # type: ignore[attr-defined]
-        report.llmeval = data  # type: ignore[attr-defined]
-        self.journal.append(data, fp)
+        line = self.journal.line(data, fp)  # encoded once: journaled, and sent on under xdist
+        self.journal.write(line)
+        self.records.put(report, CaseRecord(data, fp, line))
         # junit writes the properties of the teardown report, which copies the item's
         item.user_properties.append(("llmeval.outcome", result.outcome))
         for name, value in sorted(result.scores.items()):

@@ -19,6 +19,7 @@ from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
 from pytest_llmeval.plugin.gate_reports import gate_test_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
+from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report import console, verdict
@@ -76,24 +77,19 @@ class SessionReport:
             self.state.refusal = self.state.refusal or str(refusal)
         if getattr(report, "llmeval_unjournaled", None) is not None:
             self.unjournaled = True  # a process's journal stopped (a full disk)
-        data = getattr(report, "llmeval", None)
-        if data is None:
+        record = self.state.records.of(report)
+        if record is None:
             return
-        result = CaseResult.kept(data)
+        result = record.result
         self.results[result.nodeid] = result
-        runner = getattr(report, "llmeval_runner", None)
-        if runner and result.runner_fingerprint:
-            self.runners.setdefault(result.runner_fingerprint, runner)
-        # taken: the terminal reporter keeps every report to the end, so keep no second copy
-        del report.llmeval
-        if runner is not None:
-            del report.llmeval_runner
+        if record.runner and result.runner_fingerprint:
+            self.runners.setdefault(result.runner_fingerprint, record.runner)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
-        """xdist: the case a worker died under becomes an error result on xdist's report of
-        it (read as any other in :meth:`pytest_runtest_logreport`), and is journaled, so
-        ``summarize`` sees it and resume runs it again (an error is not final)."""
+        """xdist: the case a worker died under becomes an error result, the one xdist's
+        report of it carries (read as any other in :meth:`pytest_runtest_logreport`), and is
+        journaled, so ``summarize`` sees it and resume runs it again (an error is not final)."""
         if not self.interruption.is_eval(crashitem):
             return
         earlier = self.results.get(crashitem)
@@ -110,7 +106,7 @@ class SessionReport:
         result = crashed_result(crashitem, str(worker), suite, file)
         data = self.state.redactor.value(result.model_dump(mode="json"))
         self.state.journal.append(data, None)
-        report.llmeval = data  # type: ignore[attr-defined]
+        self.state.records.put(report, CaseRecord(data, None))
 
     # -- writing -----------------------------------------------------------------------------
 

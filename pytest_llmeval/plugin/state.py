@@ -42,6 +42,7 @@ from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
+from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import ResultBuilder
 from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
@@ -140,7 +141,10 @@ class LLMEvalState:
             settings.concurrency, settings.timeout, workspaces, self.services
         )
         self.runahead = RunAhead(config, settings, self.dispatcher)
-        self.results = ResultBuilder(suites, self.redactor, self.journal)
+        self.records = CaseRecords()
+        """The case result of the report being made or logged (registered as a plugin: it
+        carries a worker's results to the xdist controller)."""
+        self.results = ResultBuilder(suites, self.redactor, self.journal, self.records)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
 

@@ -19,7 +19,7 @@ from pytest_llmeval import __version__
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.fingerprint import file_sha256
-from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
@@ -198,7 +198,7 @@ def _pytest_version() -> str:
 def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
     """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
     for result in results:
-        for index, event in enumerate(result.events):
+        for index, event in enumerate(unpack(result.events)):
             yield {
                 "sample_id": result.case_id,
                 "nodeid": result.nodeid,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -30,6 +31,8 @@ from pytest_llmeval.tools.broker import ToolBroker
 
 sigterm_key = pytest.StashKey[SigtermHandler]()
 session_key = pytest.StashKey[pytest.Session]()
+_frozen_key = pytest.StashKey[bool]()
+"""Set once the collected objects were frozen out of the garbage collector's sight."""
 
 # -- options -------------------------------------------------------------------------------
 
@@ -104,6 +107,8 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_frozen_key, False):  # a process that goes on collects them again
+        gc.unfreeze()
     state = config.stash.get(state_key, None)
     if state is not None:
         preflight.close_unused_runner(config, state.dispatcher.call)
@@ -224,6 +229,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     collecting_only = session.config.option.collectonly
     if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
+        # the collected items live to the end of the session: the collector need not walk
+        # them again at every full collection while the cases run
+        gc.collect()
+        gc.freeze()
+        session.config.stash[_frozen_key] = True
 
 
 # -- fixtures ------------------------------------------------------------------------------

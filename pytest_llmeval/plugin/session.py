@@ -22,12 +22,9 @@ from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
-from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline import diff_markdown, not_blessed, subset_of, write_baseline
-from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
-from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.verdict import Fault
-from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.models import Report
 
@@ -163,6 +160,11 @@ class SessionReport:
         return status
 
     def _write(self, session: pytest.Session) -> None:
+        # what only the end of a session needs is imported here: every session starts faster
+        from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
+        from pytest_llmeval.report.provenance import filtered_environment, git_state
+        from pytest_llmeval.report.writer import RunWriter
+
         state, settings = self.state, self.state.settings
         self.run_dir = state.ensure_run_dir()
         writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
@@ -195,7 +197,15 @@ class SessionReport:
         self.file_artifacts = writer.suite_artifacts(results)
         diff = self.verdict.baseline_diff
         extra = "\n" + diff_markdown(diff) if diff else ""
-        written = writer.write(results, report, self.file_artifacts, extra)
+        earlier = state.finished
+        # under xdist every result came from a worker (redacted there): a second pass
+        distributed = session.config.pluginmanager.has_plugin("dsession")
+
+        def own(result: CaseResult) -> bool:
+            """Made and redacted here, by this very redactor (not an earlier attempt's)."""
+            return not distributed and result.nodeid not in earlier
+
+        written = writer.write(results, report, self.file_artifacts, extra, own)
         finished = datetime.now(timezone.utc)
         writer.write_manifest(
             settings=settings,
@@ -252,6 +262,8 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_llmeval.report import console
+
         nothing = not self.results and not self.verdict.faults and self.report is None
         if nothing or self.state.refusal is not None:
             return

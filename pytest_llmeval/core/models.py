@@ -7,6 +7,7 @@ is JSON through ``model_dump(mode="json")``.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -434,24 +435,43 @@ class CaseResult(_Model):
         ``expected``, ``transcript`` and ``events`` are held as compact JSON (:class:`Packed`,
         a tenth of the dicts' size, and no containers for the garbage collector to walk;
         equal ones once): they are only read to be written, through :func:`unpack` or a
-        dump.
+        dump. Texts that repeat over results (suite, file, runner fingerprint ...) are held
+        once.
         """
+        if isinstance(data, dict):  # packed first: JSON values need no validating to be held
+            packed = {name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)}
+            data = {**data, **packed} if packed else data
         result = cls.model_validate(data)
+        fields = result.__dict__
         for name in _PACKED_FIELDS:
-            value = result.__dict__[name]
+            value = fields[name]
             if value is not None and not isinstance(value, Packed):
-                result.__dict__[name] = _pack(value)
+                fields[name] = _pack(value)
+        for name in _SHARED_TEXTS:  # the same few texts in every result: each held once
+            value = fields[name]
+            if type(value) is str:
+                fields[name] = sys.intern(value)
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
 
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
+_SHARED_TEXTS = ("suite", "file", "category", "outcome", "runner_fingerprint")
+"""Fields whose few distinct values repeat over a session's results."""
 
 _PACKED: dict[bytes, Packed] = {}
 """Packed values seen before, so equal ones (the same expectations) are held once."""
 _PACKED_MAX = 4096
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _packable(data: dict[str, Any], name: str) -> bool:
+    """Whether ``data[name]`` is JSON values of the field's declared shape, to be packed."""
+    value = data.get(name)
+    if name == "expected":
+        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def _pack(value: Any) -> Packed:

@@ -435,8 +435,8 @@ class CaseResult(_Model):
         ``expected``, ``transcript`` and ``events`` are held as compact JSON (:class:`Packed`,
         a tenth of the dicts' size, and no containers for the garbage collector to walk;
         equal ones once): they are only read to be written, through :func:`unpack` or a
-        dump. Texts that repeat over results (suite, file, runner fingerprint ...) are held
-        once.
+        dump. Texts that repeat over results (suite, file, runner fingerprint ...) and equal
+        token counts are held once.
         """
         if isinstance(data, dict):  # packed first: JSON values need no validating to be held
             packed = {name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)}
@@ -451,6 +451,7 @@ class CaseResult(_Model):
             value = fields[name]
             if type(value) is str:
                 fields[name] = sys.intern(value)
+        fields["usage"] = _shared_usage(fields["usage"])
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
@@ -464,6 +465,23 @@ _PACKED: dict[bytes, Packed] = {}
 """Packed values seen before, so equal ones (the same expectations) are held once."""
 _PACKED_MAX = 4096
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+_USAGES: dict[tuple[int, int, int], Usage] = {}
+"""Kept results' token counts seen before, so equal ones are held once (never changed)."""
+_EVERY_USAGE_FIELD: set[str] = set(Usage.model_fields)
+
+
+def _shared_usage(usage: Usage) -> Usage:
+    if usage.model_fields_set != _EVERY_USAGE_FIELD:
+        return usage
+    key = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    found = _USAGES.get(key)
+    if found is None:
+        if len(_USAGES) >= 4096:
+            _USAGES.clear()
+        found = _USAGES[key] = usage
+    return found
 
 
 def _packable(data: dict[str, Any], name: str) -> bool:

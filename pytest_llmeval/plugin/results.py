@@ -264,9 +264,9 @@ class ResultBuilder:
         self.journal.write(line)
         self.records.put(report, CaseRecord(data, fp, line))
         # junit writes the properties of the teardown report, which copies the item's
-        item.user_properties.append(("llmeval.outcome", result.outcome))
+        item.user_properties.append(_property("outcome", result.outcome))
         for name, value in sorted(result.scores.items()):
-            item.user_properties.append((f"llmeval.score.{name}", value))
+            item.user_properties.append(_property(f"score.{name}", value))
         if isinstance(report.longrepr, str):
             report.longrepr = self.redactor.text(report.longrepr)
 
@@ -278,6 +278,21 @@ class ResultBuilder:
             fp = agent_fingerprint(agent)
             last = self._last_fingerprint = (agent, fp, runner_id(fp))
         return last[1], last[2]
+
+
+_PROPERTIES: dict[tuple[str, type, Any], tuple[str, Any]] = {}
+"""junit properties made before: pytest keeps every item's to the end, and most are alike."""
+
+
+def _property(name: str, value: Any) -> tuple[str, Any]:
+    """The junit property ``("llmeval.<name>", value)``, shared with equal ones."""
+    key = (name, type(value), value)
+    found = _PROPERTIES.get(key)
+    if found is None:
+        if len(_PROPERTIES) >= 4096:
+            _PROPERTIES.clear()
+        found = _PROPERTIES[key] = (f"llmeval.{name}", value)
+    return found
 
 
 def _every_run_errored(transcript: Transcript | None) -> dict[str, Any] | None:

@@ -42,8 +42,11 @@ from _harness import (
 
 CONFTEST = """
 import asyncio
-from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
+try:  # a --baseline copy from before the package's folders were layers
+    from pytest_llmeval.models import Usage
+except ImportError:
+    from pytest_llmeval.core.models import Usage
 
 LATENCY = {latency}
 

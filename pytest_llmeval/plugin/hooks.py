@@ -230,8 +230,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
         # the collected items live to the end of the session: the collector need not walk
-        # them again at every full collection while the cases run
-        gc.collect()
+        # them again at every full collection while the cases run (no collection first: it
+        # finds nothing to free there, and costs a walk of everything; unfrozen at the end)
         gc.freeze()
         session.config.stash[_frozen_key] = True
 

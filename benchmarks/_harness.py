@@ -151,16 +151,42 @@ def warm_bytecode(env: Mapping[str, str]) -> None:
     )  # fmt: skip
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+"""The checkout these benchmarks belong to (the ``llmeval`` variants import its package)."""
+
+
+def plugin_module(source: Path) -> str:
+    """The module that is the plugin in the copy of the package under ``source``: the
+    ``pytest_llmeval/plugin/`` package's hook module, or an older copy's ``plugin.py``."""
+    package = source / "pytest_llmeval"
+    if (package / "plugin" / "hooks.py").is_file():
+        return "pytest_llmeval.plugin.hooks"
+    if (package / "plugin.py").is_file():
+        return "pytest_llmeval.plugin"
+    raise SystemExit(f"{source}: no pytest-llmeval plugin module there")
+
+
+def plugin_env(env: Mapping[str, str], source: Path) -> dict[str, str]:
+    """``env`` importing ``pytest_llmeval`` from ``source`` and loading that copy's own plugin
+    module by name (``-p no:llmeval -p MODULE`` in ``PYTEST_ADDOPTS``, which xdist workers
+    inherit): the installed entry point names this checkout's module, which another copy may
+    not have."""
+    flags = f"-p no:llmeval -p {plugin_module(source)}"
+    env = {**env, "PYTHONPATH": str(source.resolve()), "PYTEST_ADDOPTS": flags}
+    warm_bytecode(env)
+    return env
+
+
+def checkout_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for the ``llmeval`` variants: this checkout's package and plugin module."""
+    return plugin_env(env, CHECKOUT)
+
+
 def baseline_env(env: Mapping[str, str], source: Path) -> dict[str, str]:
     """``env`` importing ``pytest_llmeval`` from ``source`` (a folder holding another copy of
     the package, e.g. ``git worktree add /tmp/base HEAD``) instead of this checkout: the
     ``--baseline`` variants measure a change side by side with what it replaces."""
-    package = source / "pytest_llmeval"
-    if not ((package / "plugin.py").is_file() or (package / "plugin" / "hooks.py").is_file()):
-        raise SystemExit(f"--baseline {source}: no pytest-llmeval plugin module there")
-    env = {**env, "PYTHONPATH": str(source.resolve())}
-    warm_bytecode(env)
-    return env
+    return plugin_env(env, source)
 
 
 SERVER = """

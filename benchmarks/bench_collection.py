@@ -33,6 +33,7 @@ from _harness import (
     Sample,
     baseline_env,
     best_of,
+    checkout_env,
     clean_env,
     print_table,
     pytest_command,
@@ -65,6 +66,7 @@ def measure(
     llmeval = write_files(root / f"n{n}" / "llmeval", {"cases.eval.jsonl": text})
     empty = write_files(root / f"n{n}" / "empty", {"test_empty.py": "def test_x():\n    pass\n"})
     env = clean_env()
+    mine = checkout_env(env)  # this checkout's plugin module, loaded by name
     only = ("--collect-only",) if mode == "collect" else ()
     runner = ("--llmeval-runner", "echo") if mode == "run" else ()
     runs = root / f"n{n}" / "runs"  # each run dir is removed once measured
@@ -80,7 +82,7 @@ def measure(
     variants: dict[str, Callable[[], Sample]] = {
         "empty": lambda: run(without, empty, env),
         "plain": lambda: run(without, plain, env),
-        "llmeval": lambda: plugin(env),
+        "llmeval": lambda: plugin(mine),
     }
     if baseline is not None:
         base_env = baseline_env(env, baseline)

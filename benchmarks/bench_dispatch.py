@@ -31,6 +31,7 @@ from _harness import (
     Sample,
     baseline_env,
     best_of,
+    checkout_env,
     clean_env,
     pytest_command,
     ratio,
@@ -41,8 +42,11 @@ from _harness import (
 
 CONFTEST = """
 import asyncio
-from pytest_llmeval.core.models import Usage
 from pytest_llmeval.runners.base import Completion
+try:  # a --baseline copy from before the package's folders were layers
+    from pytest_llmeval.models import Usage
+except ImportError:
+    from pytest_llmeval.core.models import Usage
 
 LATENCY = {latency}
 
@@ -111,7 +115,7 @@ def measure(
         variants = {
             "empty": lambda: run(without, empty, env),
             "plain": lambda: run(without, plain, env),
-            "llmeval": plugin(env),
+            "llmeval": plugin(checkout_env(env)),
         }
         if baseline is not None:
             variants["llmeval@baseline"] = plugin(baseline_env(env, baseline))

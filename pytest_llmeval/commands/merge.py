@@ -36,7 +36,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_llmeval.commands.shard_check import FINGERPRINT_KEYS, check_shards, header_fingerprints
-from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import LLMEvalError, RunDirError
 from pytest_llmeval.core.fingerprint import fingerprint
@@ -170,7 +169,7 @@ def _interrupted(reports: Sequence[Report], results: Sequence[CaseResult]) -> In
     if not cut:
         return None
     reasons = sorted({c.reason for c in cut})
-    ran = sum(1 for r in results if not is_budget_skip(r.outcome, r.error))
+    ran = sum(1 for r in results if r.budget_skip is None)
     missing = sum(max(0, c.cases_total - c.cases_run) for c in cut)
     return Interrupted(reason="+".join(reasons), cases_run=ran, cases_total=ran + missing)
 

@@ -28,10 +28,8 @@ from pytest_llmeval.inputs.safe_read import SupportFileError, read_json_or_yaml
 
 __all__ = [
     "ANY_MODEL",
-    "BUDGET_REASON",
     "Price",
     "Spend",
-    "is_budget_skip",
     "load_prices",
     "price_of",
     "service_usage",
@@ -40,16 +38,6 @@ __all__ = [
 
 ANY_MODEL = "*"
 """The price-table entry for every model not listed by name."""
-
-BUDGET_REASON = "budget reached: "
-"""How the skip reason of a case skipped for a spent budget begins (such a case is not final:
-``--llmeval-resume`` runs it)."""
-
-
-def is_budget_skip(outcome: object, error: object) -> bool:
-    """Whether a case result (its ``outcome`` and ``error``) is a skip for a spent budget."""
-    return outcome == "skipped" and str(error or "").startswith(BUDGET_REASON)
-
 
 PER_TOKENS = 1_000_000
 """Prices are per this many tokens."""

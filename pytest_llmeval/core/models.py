@@ -7,11 +7,14 @@ is JSON through ``model_dump(mode="json")``.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainSerializer
 
 __all__ = [
+    "BudgetSkip",
     "CaseResult",
     "CaseScore",
     "ChoiceTask",
@@ -312,19 +315,49 @@ class CaseScore(_Model):
 
 
 class Packed(bytes):
-    """A kept result's ``input``, ``expected`` or ``transcript``: its value as compact JSON."""
+    """A kept result's ``input``, ``expected``, ``transcript`` or ``events``: its value as
+    compact JSON (UTF-8). A field that may hold one is declared ``... | Packed``; read it with
+    :func:`unpack`."""
 
 
 def unpack(value: Any) -> Any:
-    """A shown field's value (``CaseResult.input``/``expected``/``transcript``) as JSON
-    values, whether the result was kept (:class:`Packed`) or not."""
+    """A packable field's value (``CaseResult.input``/``expected``/``transcript``/``events``)
+    as JSON values, whether the result was kept (:class:`Packed`) or not."""
     if isinstance(value, Packed):
         return json.loads(value.decode("utf-8", "surrogatepass"))
     return value
 
 
 _SHOWN = PlainSerializer(unpack)
-_SHOWN_FIELDS = ("input", "expected", "transcript")
+_PACKED_FIELDS = ("input", "expected", "transcript", "events")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSkip:
+    """Why a case was skipped: a spent budget (``--llmeval-max-tokens-total``,
+    ``--llmeval-max-cost``). Such a skip is not a verdict: ``--llmeval-resume`` runs the case.
+
+    A result keeps it as its skip reason, ``str(skip)``: ``budget reached: <spent> of
+    <limit>``; :meth:`of` reads it back from a result's ``outcome`` and ``error``.
+    """
+
+    spent: str
+    """What the session had spent (``12,345 tokens``, ``$0.1234``)."""
+    limit: str
+    """The limit it reached (``--llmeval-max-cost=0.1``, or an xdist worker's share of it)."""
+
+    PREFIX: ClassVar[str] = "budget reached: "
+
+    def __str__(self) -> str:
+        return f"{self.PREFIX}{self.spent} of {self.limit}"
+
+    @classmethod
+    def of(cls, outcome: object, error: object) -> BudgetSkip | None:
+        """The budget skip a result's ``outcome`` and ``error`` record, else ``None``."""
+        if outcome != "skipped" or not isinstance(error, str) or not error.startswith(cls.PREFIX):
+            return None
+        spent, _, limit = error[len(cls.PREFIX) :].partition(" of ")
+        return cls(spent, limit)
 
 
 class CaseResult(_Model):
@@ -353,17 +386,17 @@ class CaseResult(_Model):
     runner_fingerprint: str = ""
     """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
-    input: Annotated[list[dict[str, Any]] | None, _SHOWN] = None
+    input: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, _SHOWN] = None
     """The case's input as the agent received it, in shown messages (see ``transcript``); a
     case scored by log-likelihood adds ``{"role": "context", ...}`` and one ``{"role":
     "option", ...}`` per continuation. ``None`` when the case never ran."""
-    expected: Annotated[dict[str, Any] | None, _SHOWN] = None
+    expected: Annotated[dict[str, Any] | InstanceOf[Packed] | None, _SHOWN] = None
     """What the suite checks the answer against, in the suite's own words (golden
     ``expected_output``/``keywords``/``thresholds``, tool-forge assertions, a When2Call
     ``label``, a GAIA ``final_answer``, an integration item's ``call_sequence``); empty values
     are left out, and a value whose JSON is long becomes that text, clipped. ``None`` when
     there is nothing to show."""
-    transcript: Annotated[list[dict[str, Any]] | None, _SHOWN] = None
+    transcript: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, _SHOWN] = None
     """The messages after the input (the whole conversation when the agent did not start from
     the input): ``{"role", "content", "tool_calls": [{"id", "name", "arguments",
     "arguments_error"}], "tool_call_id", "name"}``, unset keys left out; a ``role: "tool"``
@@ -381,8 +414,15 @@ class CaseResult(_Model):
     repeats: dict[str, Any] | None = None
     """With repeats: ``n``, ``passed``, ``errors``, ``pass_rate``, ``low``, ``high``,
     ``outcomes``, ``flaky``."""
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    events: Annotated[list[dict[str, Any]] | InstanceOf[Packed], _SHOWN] = Field(
+        default_factory=list
+    )
     """The case's event stream; written to ``events.jsonl``, not to ``results.jsonl``."""
+
+    @property
+    def budget_skip(self) -> BudgetSkip | None:
+        """Why a spent budget skipped this case, or ``None`` (it was not)."""
+        return BudgetSkip.of(self.outcome, self.error)
 
     @classmethod
     def kept(cls, data: Any) -> CaseResult:
@@ -392,26 +432,64 @@ class CaseResult(_Model):
         dump that is all 23, a 2.2 KB hash table, more than half of the instance. A session
         holding 100,000 results shares one such set instead (it holds every name, so nothing
         pydantic may add to it changes it; a copy gets a set of its own). ``input``,
-        ``expected`` and ``transcript`` are held as compact JSON (:class:`Packed`, a tenth of
-        the dicts' size; equal ones once): they are only read to be written, through
-        :func:`unpack` or a dump.
+        ``expected``, ``transcript`` and ``events`` are held as compact JSON (:class:`Packed`,
+        a tenth of the dicts' size, and no containers for the garbage collector to walk;
+        equal ones once): they are only read to be written, through :func:`unpack` or a
+        dump. Texts that repeat over results (suite, file, runner fingerprint ...) and equal
+        token counts are held once.
         """
+        if isinstance(data, dict):  # packed first: JSON values need no validating to be held
+            packed = {name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)}
+            data = {**data, **packed} if packed else data
         result = cls.model_validate(data)
-        for name in _SHOWN_FIELDS:
-            value = result.__dict__[name]
-            if value is not None:
-                result.__dict__[name] = _pack(value)
+        fields = result.__dict__
+        for name in _PACKED_FIELDS:
+            value = fields[name]
+            if value is not None and not isinstance(value, Packed):
+                fields[name] = _pack(value)
+        for name in _SHARED_TEXTS:  # the same few texts in every result: each held once
+            value = fields[name]
+            if type(value) is str:
+                fields[name] = sys.intern(value)
+        fields["usage"] = _shared_usage(fields["usage"])
         if result.model_fields_set != _EVERY_RESULT_FIELD:
             return result
         return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
 
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
+_SHARED_TEXTS = ("suite", "file", "category", "outcome", "runner_fingerprint")
+"""Fields whose few distinct values repeat over a session's results."""
 
 _PACKED: dict[bytes, Packed] = {}
 """Packed values seen before, so equal ones (the same expectations) are held once."""
 _PACKED_MAX = 4096
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+_USAGES: dict[tuple[int, int, int], Usage] = {}
+"""Kept results' token counts seen before, so equal ones are held once (never changed)."""
+_EVERY_USAGE_FIELD: set[str] = set(Usage.model_fields)
+
+
+def _shared_usage(usage: Usage) -> Usage:
+    if usage.model_fields_set != _EVERY_USAGE_FIELD:
+        return usage
+    key = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    found = _USAGES.get(key)
+    if found is None:
+        if len(_USAGES) >= 4096:
+            _USAGES.clear()
+        found = _USAGES[key] = usage
+    return found
+
+
+def _packable(data: dict[str, Any], name: str) -> bool:
+    """Whether ``data[name]`` is JSON values of the field's declared shape, to be packed."""
+    value = data.get(name)
+    if name == "expected":
+        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def _pack(value: Any) -> Packed:

@@ -21,18 +21,15 @@ import functools
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pytest_llmeval.core.aio import within
 from pytest_llmeval.core.case_context import case_run, case_scope
-from pytest_llmeval.core.errors import ConfigError, RunnerError
+from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import EvalCase, Judgement, Transcript, Usage
 from pytest_llmeval.engine.agent import run_agent
+from pytest_llmeval.engine.services import CaseServices
 from pytest_llmeval.tools.broker import ToolBroker
-
-if TYPE_CHECKING:
-    from pytest_llmeval.engine.embeddings import CachedEmbedder
-    from pytest_llmeval.engine.judge import Judge
 
 T = TypeVar("T")
 
@@ -46,17 +43,15 @@ JobLookup = Callable[[int], Job | None]
 class Dispatcher:
     """Background event loop plus a run-ahead window over the items of this process."""
 
-    def __init__(self, concurrency: int, timeout_s: float, workspace_root: Path | None = None):
-        self.judge: Judge | None = None
-        """Asked for a verdict after the agent, on cases that carry a judge task."""
-        self.judge_repeats = 1
-        """Verdicts asked per answer (``--llmeval-judge-repeats``)."""
-        self.make_embedder: Callable[[], CachedEmbedder] | None = None
-        """Builds the embedder of ``semantic_similarity`` on first need (loads a model)."""
-        self._embedder: CachedEmbedder | None = None
-        self._embedder_lock: asyncio.Lock | None = None
-        self.repeats_for: Callable[[EvalCase], int] = lambda case: 1
-        """How many times a case runs (``--llmeval-repeats``, a manifest's, a case's own)."""
+    def __init__(
+        self,
+        concurrency: int,
+        timeout_s: float,
+        workspace_root: Path | None = None,
+        services: CaseServices | None = None,
+    ):
+        self.services = services if services is not None else CaseServices()
+        """The judge, the embedder and the repeat policy the cases' runs use."""
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.workspace_root = workspace_root
@@ -203,7 +198,7 @@ class Dispatcher:
             task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
-        runs = self.repeats_for(case)
+        runs = self.services.repeats_for(case)
         clock = _CaseClock(self.timeout_s, runs)
         if runs == 1:
             return await self._once(key, case, agent, broker, 0, clock)
@@ -268,7 +263,7 @@ class Dispatcher:
     async def _measured(self, case: EvalCase, transcript: Transcript) -> Transcript:
         """``transcript`` with the answer's semantic similarity to the case's reference."""
         assert case.similarity_reference is not None
-        embedder = await self.embedder()
+        embedder = await self.services.embedder()
         value, usage = await embedder.similarity_counted(
             transcript.response, case.similarity_reference
         )
@@ -277,29 +272,10 @@ class Dispatcher:
             update={"measures": measures, "embedding_usage": transcript.embedding_usage + usage}
         )
 
-    async def embedder(self) -> CachedEmbedder:
-        """The session's embedder, built once (off the loop: it may load a model)."""
-        if self._embedder_lock is None:
-            self._embedder_lock = asyncio.Lock()
-        async with self._embedder_lock:
-            if self._embedder is None:
-                if self.make_embedder is None:
-                    raise RunnerError("no embedder is configured", kind="agent")
-                try:
-                    self._embedder = await asyncio.to_thread(self.make_embedder)
-                except ConfigError as exc:
-                    raise RunnerError(f"semantic_similarity: {exc}", kind="agent") from None
-        return self._embedder
-
-    @property
-    def has_embedder(self) -> bool:
-        """Whether an embedder was built (and needs closing)."""
-        return self._embedder is not None
-
-    async def close_embedder(self) -> None:
-        embedder, self._embedder = self._embedder, None
-        if embedder is not None:
-            await embedder.aclose()
+    def close_services(self) -> None:
+        """Close the judge's runner and the embedder, on the loop they were used on."""
+        if self.services.open:
+            self.call(self.services.aclose())
 
     async def _judged_within(
         self, case: EvalCase, transcript: Transcript, left: float
@@ -320,7 +296,8 @@ class Dispatcher:
         assert case.judge is not None
         from pytest_llmeval.engine.judge import JudgeError, audit
 
-        if self.judge is None:
+        judge = self.services.judge
+        if judge is None:
             problem = (
                 "this case is scored by a judge (its rubric): give --llmeval-judge-runner NAME"
             )
@@ -328,12 +305,10 @@ class Dispatcher:
             raise RunnerError(problem, kind="judge")
 
         try:
-            judgement = await self.judge.judge(case.judge, transcript)
-            if self.judge_repeats > 1:  # the same answer again: the judge's own variance
-                more = [
-                    await self.judge.judge(case.judge, transcript)
-                    for _ in range(self.judge_repeats - 1)
-                ]
+            judgement = await judge.judge(case.judge, transcript)
+            repeats = self.services.judge_repeats
+            if repeats > 1:  # the same answer again: the judge's own variance
+                more = [await judge.judge(case.judge, transcript) for _ in range(repeats - 1)]
                 usage = sum((j.usage for j in more), judgement.usage)
                 samples = [j.verdict or {} for j in (judgement, *more)]
                 judgement = judgement.model_copy(update={"samples": samples, "usage": usage})

@@ -7,8 +7,8 @@ verdict (every repeat, every judge repeat), priced by ``--llmeval-prices``. Once
 reached it stops the dispatcher's look-ahead (what was queued or running ahead is cancelled)
 and every eval item still to run is skipped in setup with the reason, so it gets a result,
 the reports are written as usual and the controller can tell the run stopped early
-(:data:`BUDGET_REASON`). It also puts the number of agents in flight on each report, for the
-controller's progress lines.
+(the skip reason is a :class:`~pytest_llmeval.core.models.BudgetSkip`). It also puts the
+number of agents in flight on each report, for the controller's progress lines.
 
 Under xdist the limits are the session's: each worker adds every case's spend to the
 controller's ledger (:mod:`pytest_llmeval.limits.ledger`) and compares the session's totals
@@ -20,17 +20,18 @@ counts alone and stops at its share of the limit (the limit divided by the worke
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
 
 import pytest
 
-from pytest_llmeval.config.pricing import BUDGET_REASON, Spend
+from pytest_llmeval.config.pricing import Spend
 from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.core.models import BudgetSkip
 from pytest_llmeval.engine.dispatch import Dispatcher
 from pytest_llmeval.limits import RemoteLedger
 from pytest_llmeval.plugin.compat import skip_at_item
+from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
 
-__all__ = ["BUDGET_REASON", "IN_FLIGHT_ATTR", "Budget", "keep_first_per_file"]
+__all__ = ["IN_FLIGHT_ATTR", "Budget", "keep_first_per_file"]
 
 IN_FLIGHT_ATTR = "llmeval_in_flight"
 """The report attribute carrying the agents in flight in the process that made it."""
@@ -43,11 +44,13 @@ class Budget:
         self,
         settings: Settings,
         dispatcher: Dispatcher,
+        records: CaseRecords,
         is_eval: Callable[[pytest.Item], bool],
         workers: int = 1,
         ledger: RemoteLedger | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self.records = records
         self.is_eval = is_eval
         self.spend = Spend(
             settings.prices, settings.model, settings.judge_model, settings.embedding_model
@@ -59,7 +62,7 @@ class Budget:
         spend is the session's."""
         self.max_tokens = settings.max_tokens_total
         self.max_cost = settings.max_cost
-        self.reason: str | None = None
+        self.reason: BudgetSkip | None = None
         """Why the remaining cases are skipped; ``None`` while within the limits."""
 
     @property
@@ -67,10 +70,10 @@ class Budget:
         """Whether there is a budget to keep (without one, only the in-flight count is kept)."""
         return self.max_tokens is not None or self.max_cost is not None
 
-    def add(self, data: dict[str, Any], runner: dict[str, Any] | None) -> None:
-        """Count one case result (a result dump and its runner's fingerprint)."""
+    def add(self, record: CaseRecord) -> None:
+        """Count what one case result cost."""
         before = (self.spend.prompt_tokens, self.spend.completion_tokens, self.spend.cost_usd)
-        self.spend.add_case(data, runner)
+        self.spend.add_case(record.data, record.runner)
         self._check(
             self.spend.prompt_tokens - before[0],
             self.spend.completion_tokens - before[1],
@@ -90,32 +93,36 @@ class Budget:
         if self.reason is not None:
             self.dispatcher.stop_ahead()
 
-    def _reached(self, tokens: int, cost: float, share: int) -> str | None:
+    def _reached(self, tokens: int, cost: float, share: int) -> BudgetSkip | None:
         of = "" if share == 1 else f"this worker's 1/{share} share of "
         if self.max_tokens is not None and tokens >= self.max_tokens / share:
-            limit = f"--llmeval-max-tokens-total={self.max_tokens}"
-            return f"{BUDGET_REASON}{tokens:,} tokens of {of}{limit}"
+            return BudgetSkip(
+                f"{tokens:,} tokens", f"{of}--llmeval-max-tokens-total={self.max_tokens}"
+            )
         if self.max_cost is not None and cost >= self.max_cost / share:
-            return f"{BUDGET_REASON}${cost:,.4f} of {of}--llmeval-max-cost={self.max_cost:g}"
+            return BudgetSkip(f"${cost:,.4f}", f"{of}--llmeval-max-cost={self.max_cost:g}")
         return None
 
     # -- hooks -------------------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl(tryfirst=True)  # before the item's own setup starts its case
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if self.ledger is not None and self.limited and self.is_eval(item):
             self._check()  # another worker may have spent the rest
         if self.reason is not None and self.is_eval(item):
-            skip_at_item(self.reason)
+            skip_at_item(str(self.reason))
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the result is attached
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count the case result the report carries (made with the report, logged after)."""
+        record = self.records.of(report) if self.limited else None  # no budget: no counting
+        if record is not None:
+            self.add(record)
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        data = getattr(report, "llmeval", None)
-        if self.limited and isinstance(data, dict):  # no budget: nothing to count here
-            self.add(data, getattr(report, "llmeval_runner", None))
         if report.when == "teardown":
             setattr(report, IN_FLIGHT_ATTR, self.dispatcher.in_flight)
         return report

@@ -25,6 +25,7 @@ import pytest
 from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.models import Transcript
 from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.records import CaseRecord
 
 __all__ = ["adjust", "is_scored_miss", "teststatus"]
 
@@ -34,11 +35,12 @@ def adjust(
     report: pytest.TestReport,
     transcript: Transcript | None,
     excinfo: pytest.ExceptionInfo[BaseException] | None,
+    record: CaseRecord | None,
 ) -> None:
     """Set ``report``'s duration to the case's own and, under ``--llmeval-exit-on gates``, turn
     a scored miss (an :class:`EvalFailure` raised by ``runtest``) into an expected failure.
-    Called after the result was attached."""
-    _mark_scored_error(report)
+    ``record`` is the case result the report carries, if any."""
+    _mark_scored_error(report, record)
     if transcript is not None:
         if report.when == "setup" and report.passed:
             report.duration = 0.0  # waiting for the transcript is not this case's time
@@ -72,16 +74,15 @@ def _first_line(report: pytest.TestReport) -> str:
 
 
 SCORED_ERROR_ATTR = "llmeval_scored_error"
-"""Set on the call report of a case that errored while it was scored. The result itself
-(``report.llmeval``) is taken off the report once collected, and pytest asks for a report's
-status again when it writes its short summary."""
+"""Set on the call report of a case that errored while it was scored. The report carries no
+result itself (:mod:`pytest_llmeval.plugin.records`), and pytest asks for a report's status
+again when it writes its short summary."""
 
 
-def _mark_scored_error(report: pytest.TestReport) -> None:
+def _mark_scored_error(report: pytest.TestReport, record: CaseRecord | None) -> None:
     if report.when != "call" or report.outcome != "failed":
         return  # only a failed call can have errored while it was scored
-    data = getattr(report, "llmeval", None)
-    if isinstance(data, dict) and data.get("outcome") == "error":
+    if record is not None and record.outcome == "error":
         setattr(report, SCORED_ERROR_ATTR, True)
 
 

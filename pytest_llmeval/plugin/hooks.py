@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -29,6 +30,8 @@ from pytest_llmeval.tools.broker import ToolBroker
 
 sigterm_key = pytest.StashKey[SigtermHandler]()
 session_key = pytest.StashKey[pytest.Session]()
+_frozen_key = pytest.StashKey[bool]()
+"""Set once the collected objects were frozen out of the garbage collector's sight."""
 
 # -- options -------------------------------------------------------------------------------
 
@@ -57,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hook.pytest_llmeval_register_suites(registry=suites)
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
+    config.pluginmanager.register(state.records, "llmeval-records")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
@@ -93,17 +97,20 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
     """Budgets in every process that runs cases; progress where the results arrive."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
-    budget = Budget(state.settings, state.dispatcher, _is_eval_item, workers, ledger)
+    budget = Budget(state.settings, state.dispatcher, state.records, _is_eval_item, workers, ledger)
     config.pluginmanager.register(budget, "llmeval-budget")
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(Progress(config, state.settings), "llmeval-progress")
+        progress = Progress(config, state.settings, state.records)
+        config.pluginmanager.register(progress, "llmeval-progress")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_frozen_key, False):  # a process that goes on collects them again
+        gc.unfreeze()
     state = config.stash.get(state_key, None)
     if state is not None:
         preflight.close_unused_runner(config, state.dispatcher.call)
-        state.services.stop()
+        state.dispatcher.close_services()
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
@@ -115,7 +122,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if report is not None:
         config.pluginmanager.unregister(report)
         del config.stash[session_report_key]
-    for name in ("llmeval-budget", "llmeval-progress", "llmeval-interruption"):
+    names = ("llmeval-budget", "llmeval-progress", "llmeval-interruption", "llmeval-records")
+    for name in names:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -219,6 +227,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     collecting_only = session.config.option.collectonly
     if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
+        # the collected items live to the end of the session: the collector need not walk
+        # them again at every full collection while the cases run (no collection first: it
+        # finds nothing to free there, and costs a walk of everything; unfrozen at the end)
+        gc.freeze()
+        session.config.stash[_frozen_key] = True
 
 
 # -- fixtures ------------------------------------------------------------------------------
@@ -296,7 +309,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
         state.results.attach(item, item.agent, call, report)
-        case_reports.adjust(item, report, item.transcript, call.excinfo)  # own time; xfail
+        record = state.records.of(report)
+        case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail
             report.llmeval_unjournaled = stopped

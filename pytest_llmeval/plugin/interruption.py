@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
@@ -149,7 +148,7 @@ class Interruption:
             if nodeid not in have:
                 name = suite or known.get(_file(nodeid)) or self.suite_of(nodeid)[0]
                 unrun[name] = unrun.get(name, 0) + 1
-        skipped = sum(1 for r in results if is_budget_skip(r.outcome, r.error))
+        skipped = sum(1 for r in results if r.budget_skip is not None)
         if not unrun and not skipped:
             return None, {}
         reason = self.reason

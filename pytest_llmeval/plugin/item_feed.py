@@ -16,7 +16,6 @@ import pytest
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
-from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.tools.broker import ToolBroker
 
@@ -45,31 +44,11 @@ class Queued(Protocol):
 class RunAhead:
     """The process's run order and its look-ahead into the dispatcher."""
 
-    def __init__(
-        self,
-        config: pytest.Config,
-        settings: Settings,
-        dispatcher: Dispatcher,
-        manifests: ManifestIndex,
-    ):
+    def __init__(self, config: pytest.Config, settings: Settings, dispatcher: Dispatcher):
         self.config = config
         self.settings = settings
         self.dispatcher = dispatcher
-        self.manifests = manifests
-        """The manifests the cases were collected through (their ``repeats``)."""
         self._order: list[Queued] = []
-        dispatcher.repeats_for = self.repeats_for
-
-    def repeats_for(self, case: EvalCase) -> int:
-        """Runs of ``case``: its own ``metadata.repeats``, else its manifest's, else
-        ``--llmeval-repeats``."""
-        own = case.metadata.get("repeats")
-        if isinstance(own, int) and not isinstance(own, bool) and own >= 1:
-            return own
-        manifest = self.manifests.for_data(case.file)
-        if manifest is not None and manifest.repeats is not None:
-            return manifest.repeats
-        return self.settings.repeats
 
     def plan(
         self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[Queued]]

@@ -29,6 +29,7 @@ from typing import Any, TypeGuard
 import pytest
 
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
+from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.selection import deselections_key
@@ -74,7 +75,7 @@ def check(
                 config.stash[_runner_key] = build_runner(config, state)
             state.services.start_judge()
             try:
-                state.services.check_embedder()
+                check_embedder(state.settings)
             except ConfigError as exc:
                 raise pytest.UsageError(_named(str(exc), "--llmeval-embedding-model")) from None
     except pytest.UsageError as exc:

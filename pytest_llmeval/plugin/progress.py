@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.config.pricing import Spend, is_budget_skip
+from pytest_llmeval.config.pricing import Spend
 from pytest_llmeval.config.settings import Settings
-from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.models import BudgetSkip, CaseResult
 from pytest_llmeval.plugin.budget import IN_FLIGHT_ATTR
 from pytest_llmeval.plugin.compat import terminal_at_line_start
+from pytest_llmeval.plugin.records import CaseRecords
 
 __all__ = ["BUDGET_EXIT_STATUS", "Progress", "duration", "progress_line", "results_cost"]
 
@@ -76,15 +77,16 @@ def progress_line(
 class Progress:
     """Counts what the controller hears of the cases; prints progress and the budget's end."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, records: CaseRecords) -> None:
         self.config = config
+        self.records = records
         self.interval = settings.progress
         self.spend = Spend(
             settings.prices, settings.model, settings.judge_model, settings.embedding_model
         )
         self.done = 0
         self.in_flight: dict[str, int] = {}
-        self.budget_reason: str | None = None
+        self.budget_reason: BudgetSkip | None = None
         self.budget_skipped = 0
         self._session: pytest.Session | None = None
         self._started: float | None = None
@@ -109,14 +111,14 @@ class Progress:
         if self._started is None:
             self._started = self._last = time.monotonic()
 
-    @pytest.hookimpl(tryfirst=True)  # before the session report takes the result off
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "llmeval", None)
-        if isinstance(data, dict):
-            self.spend.add_case(data, getattr(report, "llmeval_runner", None))
-            if is_budget_skip(data.get("outcome"), data.get("error")):
+        record = self.records.of(report)
+        if record is not None:
+            self.spend.add_case(record.data, record.runner)
+            skip = record.budget_skip
+            if skip is not None:
                 self.budget_skipped += 1
-                self.budget_reason = self.budget_reason or str(data["error"])
+                self.budget_reason = self.budget_reason or skip
         if report.when == "teardown":
             self.done += 1
             in_flight = getattr(report, IN_FLIGHT_ATTR, None)

@@ -34,6 +34,7 @@ from pytest_llmeval.core.models import (
 )
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.core.repeats import summary
+from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -105,10 +106,14 @@ class CaseItem(Protocol):
 class ResultBuilder:
     """Builds, redacts, journals and attaches every case result of one process."""
 
-    def __init__(self, suites: SuiteRegistry, redactor: Redactor, journal: Journal):
+    def __init__(
+        self, suites: SuiteRegistry, redactor: Redactor, journal: Journal, records: CaseRecords
+    ):
         self.suites = suites
         self.redactor = redactor
         self.journal = journal
+        self.records = records
+        """Where each result goes for the hooks that read it (budget, progress, reports)."""
         self._last_fingerprint: tuple[Any, dict[str, Any], str] | None = None
 
     def from_score(self, item: CaseItem, score: CaseScore) -> CaseResult:
@@ -279,9 +284,10 @@ class ResultBuilder:
     def attach(
         self, item: CaseItem, agent: Any, call: pytest.CallInfo[None], report: pytest.TestReport
     ) -> None:
-        """Put the phase's result on ``report`` (it crosses xdist there), journal it, and give
-        junit its small scalar properties; ``agent`` is the one the case ran with (``None``
-        before its setup did), whose fingerprint the result carries."""
+        """Record the phase's result as the one ``report`` carries (:class:`CaseRecords`;
+        it crosses xdist with the report), journal it, and give junit its small scalar
+        properties; ``agent`` is the one the case ran with (``None`` before its setup did),
+        whose fingerprint the result carries."""
         result = self.for_phase(item, report, call.excinfo)
         if result is None:
             return
@@ -292,13 +298,13 @@ class ResultBuilder:
         data = self.redactor.value(result.model_dump(mode="json"))
         if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
             fp, data["runner_fingerprint"] = self.fingerprint_of(agent)
-            report.llmeval_runner = fp  # type: ignore[attr-defined]
-        report.llmeval = data  # type: ignore[attr-defined]
-        self.journal.append(data, fp)
+        line = self.journal.line(data, fp)  # encoded once: journaled, and sent on under xdist
+        self.journal.write(line)
+        self.records.put(report, CaseRecord(data, fp, line))
         # junit writes the properties of the teardown report, which copies the item's
-        item.user_properties.append(("llmeval.outcome", result.outcome))
+        item.user_properties.append(_property("outcome", result.outcome))
         for name, value in sorted(result.scores.items()):
-            item.user_properties.append((f"llmeval.score.{name}", value))
+            item.user_properties.append(_property(f"score.{name}", value))
         if isinstance(report.longrepr, str):
             report.longrepr = self.redactor.text(report.longrepr)
 
@@ -310,6 +316,21 @@ class ResultBuilder:
             fp = agent_fingerprint(agent)
             last = self._last_fingerprint = (agent, fp, runner_id(fp))
         return last[1], last[2]
+
+
+_PROPERTIES: dict[tuple[str, type, Any], tuple[str, Any]] = {}
+"""junit properties made before: pytest keeps every item's to the end, and most are alike."""
+
+
+def _property(name: str, value: Any) -> tuple[str, Any]:
+    """The junit property ``("llmeval.<name>", value)``, shared with equal ones."""
+    key = (name, type(value), value)
+    found = _PROPERTIES.get(key)
+    if found is None:
+        if len(_PROPERTIES) >= 4096:
+            _PROPERTIES.clear()
+        found = _PROPERTIES[key] = (f"llmeval.{name}", value)
+    return found
 
 
 def _every_run_errored(transcript: Transcript | None) -> dict[str, Any] | None:

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.shards import in_shard
 from pytest_llmeval.plugin.collect import EvalItem
@@ -97,6 +96,6 @@ class Deselections:
         """
         left_out = dict(self.by_suite)
         for result in results:
-            if is_budget_skip(result.outcome, result.error):
+            if result.budget_skip is not None:
                 left_out[result.suite] = left_out.get(result.suite, 0) + 1
         return dict(sorted(left_out.items())) if left_out else None

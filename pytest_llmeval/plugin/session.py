@@ -19,15 +19,13 @@ from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
 from pytest_llmeval.plugin.gate_reports import gate_test_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
+from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
-from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline.file import BaselineCase, not_blessed, subset_of, write_baseline
 from pytest_llmeval.report.baseline.render import diff_markdown
-from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
-from pytest_llmeval.report.provenance import filtered_environment, git_state
 from pytest_llmeval.report.verdict import Fault
-from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.latest import point_latest
 from pytest_llmeval.rundir.models import Report
@@ -81,24 +79,19 @@ class SessionReport:
             self.state.refusal = self.state.refusal or str(refusal)
         if getattr(report, "llmeval_unjournaled", None) is not None:
             self.unjournaled = True  # a process's journal stopped (a full disk)
-        data = getattr(report, "llmeval", None)
-        if data is None:
+        record = self.state.records.of(report)
+        if record is None:
             return
-        result = CaseResult.kept(data)
+        result = record.result
         self.results[result.nodeid] = result
-        runner = getattr(report, "llmeval_runner", None)
-        if runner and result.runner_fingerprint:
-            self.runners.setdefault(result.runner_fingerprint, runner)
-        # taken: the terminal reporter keeps every report to the end, so keep no second copy
-        del report.llmeval
-        if runner is not None:
-            del report.llmeval_runner
+        if record.runner and result.runner_fingerprint:
+            self.runners.setdefault(result.runner_fingerprint, record.runner)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
-        """xdist: the case a worker died under becomes an error result on xdist's report of
-        it (read as any other in :meth:`pytest_runtest_logreport`), and is journaled, so
-        ``summarize`` sees it and resume runs it again (an error is not final)."""
+        """xdist: the case a worker died under becomes an error result, the one xdist's
+        report of it carries (read as any other in :meth:`pytest_runtest_logreport`), and is
+        journaled, so ``summarize`` sees it and resume runs it again (an error is not final)."""
         if not self.interruption.is_eval(crashitem):
             return
         earlier = self.results.get(crashitem)
@@ -115,7 +108,7 @@ class SessionReport:
         result = crashed_result(crashitem, str(worker), suite, file)
         data = self.state.redactor.value(result.model_dump(mode="json"))
         self.state.journal.append(data, None)
-        report.llmeval = data  # type: ignore[attr-defined]
+        self.state.records.put(report, CaseRecord(data, None))
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -172,6 +165,11 @@ class SessionReport:
         return status
 
     def _write(self, session: pytest.Session) -> None:
+        # what only the end of a session needs is imported here: every session starts faster
+        from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
+        from pytest_llmeval.report.provenance import filtered_environment, git_state
+        from pytest_llmeval.report.writer import RunWriter
+
         state, settings = self.state, self.state.settings
         self.run_dir = state.ensure_run_dir()
         writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
@@ -185,8 +183,8 @@ class SessionReport:
         report.interrupted = interrupted
         # the manifests of the cases collected, and of the earlier results a resume reused
         named = state.config.stash[deselections_key].manifests
-        earlier = manifests_named(result for result, _ in state.finished.values())
-        manifests = state.manifests.present(named | earlier)
+        reused = manifests_named(result for result, _ in state.finished.values())
+        manifests = state.manifests.present(named | reused)
         gates, problems = verdict.gather_gates(settings, results, manifests=manifests)
         self.verdict = verdict.judge(report, results, settings, gates, problems)
         blessed = report.without_baseline().dump() if settings.update_baseline else {}
@@ -207,7 +205,15 @@ class SessionReport:
         self.file_artifacts = writer.suite_artifacts(results)
         diff = self.verdict.baseline_diff
         extra = "\n" + diff_markdown(diff) if diff else ""
-        written = writer.write(results, report, self.file_artifacts, extra)
+        earlier = state.finished
+        # under xdist every result came from a worker (redacted there): a second pass
+        distributed = session.config.pluginmanager.has_plugin("dsession")
+
+        def own(result: CaseResult) -> bool:
+            """Made and redacted here, by this very redactor (not an earlier attempt's)."""
+            return not distributed and result.nodeid not in earlier
+
+        written = writer.write(results, report, self.file_artifacts, extra, own)
         finished = datetime.now(timezone.utc)
         writer.write_manifest(
             settings=settings,
@@ -265,6 +271,8 @@ class SessionReport:
     # -- terminal ----------------------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_llmeval.report import console
+
         nothing = not self.results and not self.verdict.faults and self.report is None
         if nothing or self.state.refusal is not None:
             return

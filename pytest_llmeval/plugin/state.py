@@ -37,6 +37,7 @@ from pytest_llmeval.core.redact import (
     urls_in,
 )
 from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.engine.services import RepeatPolicy
 from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.inputs.safe_read import SupportFileError, first_json_value
 from pytest_llmeval.limits import SessionLimits
@@ -44,8 +45,9 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.marks import CaseMarks
+from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import ResultBuilder
-from pytest_llmeval.plugin.services import Services
+from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, Journal, next_attempt, read_reusable
@@ -124,11 +126,6 @@ class LLMEvalState:
         """Key variables that are set to a placeholder or a short value: not masked."""
         redact_logs(self.redactor)
         workspaces = RunLayout(self.run_dir).workspaces
-        self.dispatcher = Dispatcher(
-            settings.concurrency, settings.timeout, workspace_root=workspaces
-        )
-        self.runahead = RunAhead(config, settings, self.dispatcher, self.manifests)
-        self.results = ResultBuilder(suites, self.redactor, self.journal)
         # the session-wide backend limits; their limiter is handed to every RunnerRegistry
         self.limits = SessionLimits(
             settings.max_connections,
@@ -137,11 +134,26 @@ class LLMEvalState:
             breaker_threshold=settings.breaker_threshold,
             budget=settings.max_tokens_total is not None or settings.max_cost is not None,
         )
-        self.services = Services(
-            config, settings, self.dispatcher, self.redactor, self.limits.limiter
+        self.repeats = RepeatPolicy(settings.repeats, self._manifest_repeats)
+        """Runs per case: its own, its manifest's, the session's."""
+        self.services = case_services(
+            config, settings, self.redactor, self.limits.limiter, self.repeats
         )
+        self.dispatcher = Dispatcher(
+            settings.concurrency, settings.timeout, workspaces, self.services
+        )
+        self.runahead = RunAhead(config, settings, self.dispatcher)
+        self.records = CaseRecords()
+        """The case result of the report being made or logged (registered as a plugin: it
+        carries a worker's results to the xdist controller)."""
+        self.results = ResultBuilder(suites, self.redactor, self.journal, self.records)
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
+
+    def _manifest_repeats(self, file: str) -> int | None:
+        """The ``repeats`` of the manifest that collected data file ``file``, if any."""
+        manifest = self.manifests.for_data(file)
+        return manifest.repeats if manifest is not None else None
 
     def scoring_of(self, file: str) -> str:
         """The fingerprint of everything besides the row and the runner that decides a case

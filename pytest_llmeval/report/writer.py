@@ -9,7 +9,7 @@ redactor and is written atomically; the file names come from
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.fingerprint import file_sha256
-from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.core.version import __version__
 from pytest_llmeval.report import console
@@ -91,20 +91,24 @@ class RunWriter:
         report: Report,
         file_artifacts: Sequence[tuple[str, Any]],
         summary_extra: str = "",
+        redacted: Callable[[CaseResult], bool] = lambda result: False,
     ) -> list[str]:
-        """Write every report file through the redactor; returns the names written."""
+        """Write every report file through the redactor; returns the names written.
+
+        ``redacted(result)`` says whether this writer's redactor already redacted a result
+        (a session's own, made in this process); its line and events are written as they
+        are. Every other result gets a second pass: ``merge`` and ``summarize`` write
+        journals from other sessions, whose secrets this one may know.
+        """
         redact = self.redactor
         layout = self.layout
         for name, value in file_artifacts:
             write_json(layout.file(name), redact.value(value))
         # Rows are dumped, redacted and written one at a time: at 100,000 cases holding them
-        # all (and a second copy for the page) was most of the session's peak memory. The
-        # results were redacted where they were made; this second pass is on purpose: `merge`
-        # and `summarize` write journals from other sessions, whose secrets this one may know
-        # (about 25 us per case, once, at the end).
-        write_jsonl(layout.results, (self._row(r) for r in results))
+        # all (and a second copy for the page) was most of the session's peak memory.
+        write_jsonl(layout.results, (self._row(r, redacted(r)) for r in results))
         write_jsonl(layout.errors, (self._error(r) for r in results if r.outcome == "error"))
-        write_jsonl(layout.events, (redact.value(e) for e in events(results)))
+        write_jsonl(layout.events, _redacted_events(results, redact, redacted))
         audit = (redact.value(e) for e in events(results) if e.get("type") == "audit")
         write_jsonl(layout.audit, audit)
         body = redact.value(report.dump())
@@ -169,11 +173,11 @@ class RunWriter:
                 lines += ["", *section]
         return "\n".join(lines)
 
-    def _row(self, result: CaseResult) -> dict[str, Any]:
+    def _row(self, result: CaseResult, redacted: bool = False) -> dict[str, Any]:
         """A case's line of ``results.jsonl``: the result without its events (nor an error's
-        phase and traceback, which ``errors.jsonl`` has), redacted."""
+        phase and traceback, which ``errors.jsonl`` has), redacted (unless it was)."""
         row = result.model_dump(mode="json", exclude={"events", "phase", "traceback"})
-        return self.redactor.value(row)  # type: ignore[no-any-return]
+        return row if redacted else self.redactor.value(row)
 
     def _error(self, result: CaseResult) -> dict[str, Any]:
         """An error's line of ``errors.jsonl``: which case, in which phase, the one-line
@@ -200,13 +204,23 @@ def _pytest_version() -> str:
 def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
     """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
     for result in results:
-        for index, event in enumerate(result.events):
+        for index, event in enumerate(unpack(result.events)):
             yield {
                 "sample_id": result.case_id,
                 "nodeid": result.nodeid,
                 "event_index": index,
                 **event,
             }
+
+
+def _redacted_events(
+    results: Sequence[CaseResult], redact: Redactor, redacted: Callable[[CaseResult], bool]
+) -> Iterator[dict[str, Any]]:
+    """:func:`events`, each redacted unless its result was."""
+    for result in results:
+        done = redacted(result)
+        for event in events((result,)):
+            yield event if done else redact.value(event)
 
 
 def _fixtures_fingerprint(folder: Path) -> str | None:

@@ -21,7 +21,6 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from pytest_llmeval.config.pricing import is_budget_skip
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.version import __version__
@@ -70,10 +69,20 @@ class Journal:
         nothing more is journaled and the file ends with its last whole line."""
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
+        """Journal one result (a redacted dump) with its runner's fingerprint."""
+        self.write(self.line(result, runner))
+
+    def line(self, result: dict[str, Any], runner: dict[str, Any] | None) -> bytes:
+        """The journal line of one result (a redacted dump) and its runner's fingerprint,
+        newline included: what :meth:`write` writes, and what an xdist worker sends its
+        controller (:func:`read_line` reads it back)."""
         entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
         if self.scoring is not None:
             entry["scoring"] = self.scoring(str(result.get("file", "")))
-        line = (_ENCODER.encode(entry) + "\n").encode("ascii")
+        return (_ENCODER.encode(entry) + "\n").encode("ascii")
+
+    def write(self, line: bytes) -> None:
+        """Append one :meth:`line` (flushed; nothing once the journal stopped)."""
         with self._lock:
             if self.error is not None:
                 return
@@ -104,6 +113,12 @@ class Journal:
             if self._handle is not None:
                 self._handle.close()
                 self._handle = None
+
+
+def read_line(line: bytes | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The result (a redacted dump) and runner fingerprint of one :meth:`Journal.line`."""
+    entry = json.loads(line)
+    return entry["result"], entry["runner"]
 
 
 def read_reusable(
@@ -193,5 +208,4 @@ def _whole_lines(path: Path) -> list[str]:
 
 def _final(result: CaseResult) -> bool:
     """Whether a result is a verdict on its case: not an error, nor a skip for a budget."""
-    budget = is_budget_skip(result.outcome, result.error)
-    return result.outcome in FINAL_OUTCOMES and not budget
+    return result.outcome in FINAL_OUTCOMES and result.budget_skip is None

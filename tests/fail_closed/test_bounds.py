@@ -25,6 +25,7 @@ import pytest
 from pytest_llmeval.core.models import EvalCase
 from pytest_llmeval.core.shards import worker_of
 from pytest_llmeval.engine.dispatch import Dispatcher
+from pytest_llmeval.engine.services import CaseServices
 from pytest_llmeval.limits import LimitServer, RemoteLedger, SpendLedger
 from pytest_llmeval.limits.ledger import Totals
 from pytest_llmeval.testing.openai_server import OpenAIServer
@@ -567,8 +568,8 @@ def test_a_case_with_many_repeats_holds_few_tasks(tmp_path: Path) -> None:
     the concurrency, not the repeat count), and all 1,000 run, in repeat order."""
     agent = _CountingAgent()
     case = EvalCase(case_id="many", suite="golden", file="x.jsonl", line=1)
-    dispatcher = Dispatcher(concurrency=2, timeout_s=60.0)
-    dispatcher.repeats_for = lambda case: 1000
+    services = CaseServices(repeats_for=lambda case: 1000)
+    dispatcher = Dispatcher(concurrency=2, timeout_s=60.0, services=services)
     try:
         job = (case, agent, ToolBroker.from_dir(tmp_path / "none"))
         transcript = dispatcher.transcript("x.jsonl::many", job)

@@ -163,7 +163,7 @@ def test_manifest_records_git_and_a_filtered_environment(
 def test_results_kept_for_the_session_share_one_field_set() -> None:
     """``CaseResult.kept`` is the validated result, holding a field-name set shared by every
     kept result; a copy with an update still gets a set of its own."""
-    from pytest_llmeval.core.models import CaseResult
+    from pytest_llmeval.core.models import CaseResult, Packed, unpack
 
     full = CaseResult(
         case_id="c1", suite="golden", file="x.jsonl", line=3, nodeid="x.jsonl::c1",
@@ -171,7 +171,9 @@ def test_results_kept_for_the_session_share_one_field_set() -> None:
         events=[{"type": "model_call", "turn": 1}],
     ).model_dump(mode="json")  # fmt: skip
     first, second = CaseResult.kept(full), CaseResult.kept(full)
-    assert first == CaseResult.model_validate(full)
+    validated = CaseResult.model_validate(full)
+    assert first.model_dump() == validated.model_dump()  # events held packed, read the same
+    assert isinstance(first.events, Packed) and unpack(first.events) == validated.events
     assert first.model_dump(mode="json") == full
     assert first.model_fields_set is second.model_fields_set
     assert first.model_fields_set == set(CaseResult.model_fields)

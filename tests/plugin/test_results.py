@@ -13,6 +13,7 @@ import pytest
 from pytest_llmeval.core.clip import marker
 from pytest_llmeval.core.models import EvalCase, Message, ToolCall, Transcript
 from pytest_llmeval.core.redact import MASK, Redactor
+from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import MAX_MESSAGES, TEXT_LIMIT, ResultBuilder
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.builtin import builtin_suites
@@ -190,7 +191,8 @@ def test_xdist_and_shards_keep_the_fields(
 
 
 def _builder(tmp_path: Path) -> ResultBuilder:
-    return ResultBuilder(builtin_suites(), Redactor(), Journal(tmp_path, 1, "main"))
+    journal = Journal(tmp_path, 1, "main")
+    return ResultBuilder(builtin_suites(), Redactor(), journal, CaseRecords())
 
 
 def _case(**fields: Any) -> EvalCase:

@@ -16,7 +16,7 @@ import pytest
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
-from pytest_llmeval.plugin.gate_reports import gate_test_reports
+from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.selection import deselections_key
@@ -143,11 +143,7 @@ class SessionReport:
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             self.verdict.faults += [Fault("crash", message) for message in self.crashes]
-            reports = gate_test_reports(self.verdict)
-            # gates are reported as tests: count them, so progress and totals add up
-            session.testscollected += len(reports) // 3
-            for report in reports:
-                session.config.hook.pytest_runtest_logreport(report=report)
+            log_gate_reports(session, gate_test_reports(self.verdict))
         if self.state.finished and not refused:
             self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
             session.exitstatus = _resumed_status(session, settings.exit_on, self.results)

@@ -264,6 +264,7 @@ class SessionReport:
         nothing = not self.results and not self.verdict.faults and self.report is None
         if nothing or self.state.refusal is not None:
             return
+        terminalreporter.ensure_newline()  # a blank line before the heading, none after
         terminalreporter.section("llmeval")
         for line in self.state.resume_notes:
             terminalreporter.write_line(f"llmeval: {line}")

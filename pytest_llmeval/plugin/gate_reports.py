@@ -25,6 +25,8 @@ def log_gate_reports(session: pytest.Session, reports: list[pytest.TestReport]) 
     in ``session.testscollected`` so totals add up, on a row of their own, with no progress
     suffix per gate (one would count backwards) and, without ``-v``, pytest's own ``[100%]``
     at the row's end."""
+    if not reports:
+        return
     session.testscollected += len(reports) // 3
     hook = session.config.hook
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

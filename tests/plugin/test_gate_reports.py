@@ -92,3 +92,11 @@ def test_gate_ids_read_as_written_in_every_line(pytester: pytest.Pytester) -> No
     assert names == [gate.split("::", 1)[1] for gate in sorted((NA, PASSING, FAILING))]
     (skipped,) = [s for s in junit.iter("skipped") if "n/a" in s.get("message", "")]
     assert skipped.get("message", "").startswith("n/a: golden.mean_scores.contains_keywords")
+
+
+def test_a_run_without_gates_keeps_pytest_s_single_row(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "qa.golden.json", CASES[:1])
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.OK
+    assert _percents(result) == [100], result.stdout.str()
+    assert "llmeval-gates" not in result.stdout.str()

@@ -285,6 +285,8 @@ class SessionReport:
                 terminalreporter.write_line(warning, yellow=True)
             for line in console.verdict_lines(self.verdict):
                 terminalreporter.write_line(line)
+            for line in console.error_lines(list(self.results.values())):  # each message once
+                terminalreporter.write_line(line)
             if self.report.interrupted is not None:
                 terminalreporter.write_line(
                     f"llmeval: {console.interrupted_line(self.report.interrupted, self.run_dir)}",

@@ -3,6 +3,8 @@ report.html, from a real replay session where 23 of 24 cases have no cassette.""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.error_groups import error_groups
 from tests.conftest import write_json
+from tests.report.test_html import browser, chromium
 
 RECORDED = [{"id": "c00", "input": "q0", "expected_output": "q0"}]
 CASES = RECORDED + [
@@ -71,6 +74,45 @@ def test_report_html_has_one_error_row_for_the_shared_error(
     assert '<td class="error-count">23 cases</td>' in section
     assert "no cassette for this request" in section
     assert '<a href="#errors">errors</a>' in page
+
+
+ERRORS_DRIVER = """<!DOCTYPE html><html><body><pre id="log"></pre>
+<iframe id="report" src="report.html" width="1280" height="900"></iframe>
+<script>
+document.getElementById("report").addEventListener("load", () => {
+  const d = document.getElementById("report").contentWindow.document;
+  const rows = Array.from(d.querySelectorAll("#errors tr.error-row"));
+  document.getElementById("log").textContent = JSON.stringify({
+    nav: Array.from(d.querySelectorAll("nav a"), (a) => a.innerText),
+    head: Array.from(d.querySelectorAll("#errors th"), (th) => th.innerText),
+    rows: rows.map((tr) => Array.from(tr.cells, (td) => td.innerText.trim())),
+    shown: rows.map((tr) => tr.getBoundingClientRect().height > 0),
+  });
+  document.body.dataset.done = "1";
+});
+</script></body></html>
+"""
+
+
+@browser
+def test_browser_errors_section(
+    missing_cassettes: tuple[pytest.RunResult, Path], tmp_path: Path
+) -> None:
+    """In Chromium the Errors section shows the shared message once, with its count, the
+    outcome, and its first cases."""
+    _, run = missing_cassettes
+    (run / "driver.html").write_text(ERRORS_DRIVER, encoding="utf-8")
+    out = chromium(tmp_path, (run / "driver.html").as_uri(), "--allow-file-access-from-files",
+                   "--dump-dom")  # fmt: skip
+    assert 'data-done="1"' in out, out[:2000]
+    shown = json.loads(html.unescape(out.split('<pre id="log">')[1].split("</pre>")[0]))
+    assert shown["nav"][:3] == ["overview", "errors", "gates"]
+    assert shown["head"] == ["cases", "outcome", "message", "first cases"]
+    ((count, outcome, message, ids),) = shown["rows"]
+    assert (count, outcome) == ("23 cases", "error")
+    assert message.startswith("replay: no cassette for this request in ")
+    assert ids.startswith("qa.golden.json::c01, ") and ids.endswith("... and 18 more")
+    assert shown["shown"] == [True]
 
 
 def test_no_errors_section_for_a_clean_run(pytester: pytest.Pytester) -> None:

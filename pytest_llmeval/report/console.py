@@ -173,10 +173,11 @@ def _failures_markdown(results: Sequence[CaseResult]) -> list[str]:
 
 
 def error_lines(results: Sequence[CaseResult]) -> list[str]:
-    """The terminal's errored cases by message, each message once with its count
+    """The terminal's errors shared by several cases, each message once with its count
     (``errored: 300 cases: no cassette for this request``), at most
-    :data:`MAX_LISTED_ERRORED` messages. Nothing when no case errored."""
-    groups = error_groups(results, ("error",))
+    :data:`MAX_LISTED_ERRORED` messages. A message of one case's own is not repeated: pytest's
+    error section and short summary show it, and the ``errored:`` line names the case."""
+    groups = [group for group in error_groups(results, ("error",)) if group.count > 1]
     lines = [
         f"errored: {count_text(group.count)}: {group.shown or '(no message)'}"
         for group in groups[:MAX_LISTED_ERRORED]
@@ -184,7 +185,7 @@ def error_lines(results: Sequence[CaseResult]) -> list[str]:
     left = groups[MAX_LISTED_ERRORED:]
     if left:
         cases = count_text(sum(group.count for group in left))
-        lines.append(f"errored: ... and {cases} with {len(left)} other messages")
+        lines.append(f"errored: ... and {cases} sharing {len(left)} other messages")
     return lines
 
 

@@ -203,7 +203,8 @@ class SessionReport:
         self.file_artifacts = writer.suite_artifacts(results)
         diff = self.verdict.baseline_diff
         extra = "\n" + diff_markdown(diff) if diff else ""
-        written = writer.write(results, report, self.file_artifacts, extra)
+        problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+        written = writer.write(results, report, self.file_artifacts, extra, problems)
         finished = datetime.now(timezone.utc)
         writer.write_manifest(
             settings=settings,

@@ -98,11 +98,15 @@ def _rubric_held(result: CaseResult) -> bool:
     )
 
 
-def summary_markdown(report: Report, results: Sequence[CaseResult]) -> str:
-    """``summary.md``: suite table, category table, then the failing and erroring cases.
+def summary_markdown(
+    report: Report, results: Sequence[CaseResult], gate_problems: Sequence[str] = ()
+) -> str:
+    """``summary.md``: suite table, category table, the gates (always: a run without any says
+    so), then the failing and erroring cases, those with one message once.
 
     ``report`` is the report as written (redacted: its names and messages come from the
-    run's data)."""
+    run's data); ``gate_problems`` are the gates that could not be read (``source: why``),
+    failed rows of the Gates table."""
     out = ["# pytest-llmeval summary", ""]
     if report.interrupted is not None:
         out += [f"**{md_text(interrupted_line(report.interrupted))}**", ""]
@@ -121,7 +125,7 @@ def summary_markdown(report: Report, results: Sequence[CaseResult]) -> str:
     for name, section in report.suites.items():
         for category, totals in section.categories.items():
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
-    out += _gates_markdown(report.gates)
+    out += _gates_markdown(report.gates, gate_problems)
     out += _failures_markdown(results)
     out += [
         "",
@@ -189,14 +193,20 @@ def error_lines(results: Sequence[CaseResult]) -> list[str]:
     return lines
 
 
-def _gates_markdown(section: GatesSection | None) -> list[str]:
+def _gates_markdown(section: GatesSection | None, problems: Sequence[str] = ()) -> list[str]:
     """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
-    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message. Always
-    there (the comment a pull request shows says so when no gate was set)."""
-    if section is None or not section.results:
+    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message, and each
+    gate that could not be read, failed. Always there (the comment a pull request shows says
+    so when no gate was set)."""
+    rows = section.results if section is not None else []
+    if not rows and not problems:
         return ["", "## Gates", "", NO_GATES]
     out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
-    for row in section.results:
+    for problem in problems:
+        source = problem.split(": ", 1)[0]
+        message = clip(" ".join(problem.splitlines()), 200)
+        out.append(f"| {md_cell(md_code(source))} | **failed** | {md_text(message)} |")
+    for row in rows:
         shown = "**failed**" if row.status == "failed" else md_text(row.status)
         message = clip(" ".join(row.message.splitlines()), 200)
         name = md_cell(md_code(row.gate.name))

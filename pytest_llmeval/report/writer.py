@@ -91,6 +91,7 @@ class RunWriter:
         report: Report,
         file_artifacts: Sequence[tuple[str, Any]],
         summary_extra: str = "",
+        gate_problems: Sequence[str] = (),
     ) -> list[str]:
         """Write every report file through the redactor; returns the names written."""
         redact = self.redactor
@@ -111,7 +112,8 @@ class RunWriter:
         write_json(layout.report, body)
         # summary.md shows the report as written: its names and messages redacted
         written = Report.model_validate(body)
-        summary = console.summary_markdown(written, results) + self._suite_markdown(file_artifacts)
+        summary = console.summary_markdown(written, results, gate_problems)
+        summary += self._suite_markdown(file_artifacts)
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);

@@ -115,3 +115,17 @@ def test_every_status_reads_as_itself_in_the_baseline_gate_table(
                 for i, status in enumerate(statuses)]  # fmt: skip
     assert cells == [*expected, ["passed", "**failed**"]]
     assert {"n/a", "warn", "inconclusive", "partial"} <= {cell for row in cells for cell in row}
+
+
+def test_a_gate_that_could_not_be_read_is_a_failed_row(pytester: pytest.Pytester) -> None:
+    """Not "no gate was set": the manifest's unreadable gates failed the run."""
+    pytester.path.joinpath("data.json").write_text(json.dumps(CASES[:1]))
+    pytester.path.joinpath("qa.llmeval.yaml").write_text(
+        "suite: golden\ndata: data.json\ngates: [pass rate is high]\n"
+    )
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    lines = _section(_summary(pytester.path / "run"), "## Gates")
+    assert NO_GATES not in lines
+    (row,) = _rows(lines)
+    assert row.startswith("| `qa.llmeval.yaml` | **failed** | qa.llmeval.yaml: gates: bad gate")

@@ -105,14 +105,18 @@ def pytest_json_modifyreport(json_report):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.mark.parametrize("disabled", [("-p", "no:json-report"), ("-p", "no:pytest_jsonreport")])
 def test_a_session_without_the_json_report_plugin_runs_as_before(
-    pytester: pytest.Pytester, disabled: tuple[str, ...]
+    pytester: pytest.Pytester,
 ) -> None:
+    """pytest-json-report disabled (its entry point is ``pytest_jsonreport``), as if it were
+    not installed: its hook is never called, and nothing complains about it."""
     write_json(pytester, "qa.golden.json", CASES)
+    off = pytester.runpytest("-p", "no:pytest_jsonreport", "--json-report")
+    assert off.ret == pytest.ExitCode.USAGE_ERROR  # the plugin is really off
     result = pytester.runpytest(
-        "--llmeval-runner", "echo", *GATES, "--llmeval-run-dir", "run", *disabled
-    )
+        "-p", "no:pytest_jsonreport", "--llmeval-runner", "echo", *GATES,
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*3 passed, 1 skipped*"])
     assert _report_json(pytester)["gates"]["passed"] is True

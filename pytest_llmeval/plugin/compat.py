@@ -18,6 +18,9 @@ is the only one to change.
   (``collect.py`` says so where it does).
 * ``TerminalReporter._width_of_current_line``: whether a progress line can be written
   without cutting pytest's row of dots short (it is 0 right after a row ended).
+* ``TerminalReporter._show_progress_info`` and ``_write_progress_information_filling_space``:
+  the gates, reported as tests after pytest wrote ``[100%]``, are shown without a progress
+  suffix of their own (one would count backwards) and end with pytest's own ``[100%]``.
 * ``_pytest.config.findpaths.determine_setup``: how pytest picks its rootdir from the
   command line; a spaced ``--llmeval-resume PATH`` is one of the paths it looks at (the
   plugin's options are not known yet then), which can move the rootdir and so every node id.
@@ -29,6 +32,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -41,6 +46,7 @@ __all__ = [
     "TerminalRepr",
     "fixture_closure",
     "fixture_info",
+    "progress_held",
     "resolved_fixture_defs",
     "reuse_fixture_defs",
     "rootdir_without",
@@ -84,6 +90,32 @@ def skip_at_item(reason: str) -> NoReturn:
 def terminal_at_line_start(reporter: Any) -> bool:
     """Whether the terminal reporter's cursor is at the start of a line."""
     return int(getattr(reporter, "_width_of_current_line", 1)) == 0
+
+
+@contextmanager
+def progress_held(reporter: Any) -> Iterator[None]:
+    """Reports logged inside write no progress suffix; at the end, without ``-v``, their row
+    ends with pytest's own suffix (``[100%]`` once every report counted is in). For tests
+    reported after pytest's last ``[100%]``: a suffix of their own would count backwards."""
+    shown = getattr(reporter, "_show_progress_info", False)
+    if reporter is None or not shown:
+        yield
+        return
+    reporter._show_progress_info = False
+    # pytest's row already ends with its suffix: the gates start a row of their own (pytest
+    # starts it where it labels rows with the file; under xdist it does not, so here)
+    if reporter.showfspath or reporter.showlongtestinfo:
+        reporter.currentfspath = None
+    else:
+        reporter.currentfspath = -2
+        reporter.ensure_newline()
+    try:
+        yield
+    finally:
+        reporter._show_progress_info = shown
+    verbosity = reporter.config.get_verbosity(pytest.Config.VERBOSITY_TEST_CASES)
+    if verbosity <= 0 and reporter.reported_progress:
+        reporter._write_progress_information_filling_space()
 
 
 def xdist_worker_count(config: pytest.Config) -> int:

@@ -17,6 +17,7 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption
+from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
@@ -73,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[session_report_key] = report
         config.pluginmanager.register(report, "llmeval-report")
         config.pluginmanager.register(report.interruption, "llmeval-interruption")
+        config.pluginmanager.register(JsonReportSection(report), "llmeval-json-report")
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):
@@ -122,7 +124,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if report is not None:
         config.pluginmanager.unregister(report)
         del config.stash[session_report_key]
-    names = ("llmeval-budget", "llmeval-progress", "llmeval-interruption", "llmeval-records")
+    names = (
+        "llmeval-budget",
+        "llmeval-progress",
+        "llmeval-interruption",
+        "llmeval-records",
+        "llmeval-json-report",
+    )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:

@@ -16,7 +16,7 @@ import pytest
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
-from pytest_llmeval.plugin.gate_reports import gate_test_reports
+from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.records import CaseRecord
@@ -136,11 +136,7 @@ class SessionReport:
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             self.verdict.faults += [Fault("crash", message) for message in self.crashes]
-            reports = gate_test_reports(self.verdict)
-            # gates are reported as tests: count them, so progress and totals add up
-            session.testscollected += len(reports) // 3
-            for report in reports:
-                session.config.hook.pytest_runtest_logreport(report=report)
+            log_gate_reports(session, gate_test_reports(self.verdict))
         if self.state.finished and not refused:
             self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
             session.exitstatus = _resumed_status(session, settings.exit_on, self.results)
@@ -213,7 +209,10 @@ class SessionReport:
             """Made and redacted here, by this very redactor (not an earlier attempt's)."""
             return not distributed and result.nodeid not in earlier
 
-        written = writer.write(results, report, self.file_artifacts, extra, own)
+        problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+        written = writer.write(
+            results, report, self.file_artifacts, extra, own, gate_problems=problems
+        )
         finished = datetime.now(timezone.utc)
         writer.write_manifest(
             settings=settings,
@@ -276,6 +275,7 @@ class SessionReport:
         nothing = not self.results and not self.verdict.faults and self.report is None
         if nothing or self.state.refusal is not None:
             return
+        terminalreporter.ensure_newline()  # a blank line before the heading, none after
         terminalreporter.section("llmeval")
         for line in self.state.resume_notes:
             terminalreporter.write_line(f"llmeval: {line}")
@@ -295,6 +295,8 @@ class SessionReport:
             if warning is not None:
                 terminalreporter.write_line(warning, yellow=True)
             for line in console.verdict_lines(self.verdict):
+                terminalreporter.write_line(line)
+            for line in console.error_lines(list(self.results.values())):  # each message once
                 terminalreporter.write_line(line)
             if self.report.interrupted is not None:
                 terminalreporter.write_line(

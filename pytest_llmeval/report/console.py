@@ -11,6 +11,7 @@ from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.report.baseline.render import baseline_case_lines
+from pytest_llmeval.report.error_groups import count_text, error_groups
 from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
 
 if TYPE_CHECKING:
@@ -18,7 +19,15 @@ if TYPE_CHECKING:
 
 MAX_LISTED_FAILURES = 50
 MAX_LISTED_ERRORED = 10
-"""How many errored node ids the terminal's ``errored:`` line names."""
+"""How many errored node ids the terminal's ``errored:`` line names (and how many messages its
+grouped ``errored: N cases: ...`` lines show)."""
+MAX_GROUP_IDS = 5
+"""How many of a shared message's cases ``summary.md`` names."""
+NO_GATES = (
+    "No gate was set: the run is judged by its cases alone (add one with `--llmeval-gate` "
+    "or a manifest's `gates:`)."
+)
+"""``summary.md``'s Gates section for a run without gates."""
 
 
 def _rate(value: float | None) -> str:
@@ -89,11 +98,15 @@ def _rubric_held(result: CaseResult) -> bool:
     )
 
 
-def summary_markdown(report: Report, results: Sequence[CaseResult]) -> str:
-    """``summary.md``: suite table, category table, then the failing and erroring cases.
+def summary_markdown(
+    report: Report, results: Sequence[CaseResult], gate_problems: Sequence[str] = ()
+) -> str:
+    """``summary.md``: suite table, category table, the gates (always: a run without any says
+    so), then the failing and erroring cases, those with one message once.
 
     ``report`` is the report as written (redacted: its names and messages come from the
-    run's data)."""
+    run's data); ``gate_problems`` are the gates that could not be read (``source: why``),
+    failed rows of the Gates table."""
     out = ["# pytest-llmeval summary", ""]
     if report.interrupted is not None:
         out += [f"**{md_text(interrupted_line(report.interrupted))}**", ""]
@@ -112,15 +125,8 @@ def summary_markdown(report: Report, results: Sequence[CaseResult]) -> str:
     for name, section in report.suites.items():
         for category, totals in section.categories.items():
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
-    out += _gates_markdown(report.gates)
-    bad = [r for r in results if r.outcome in ("failed", "error")]
-    if bad:
-        out += ["", f"## Failed and erroring cases ({len(bad)})", ""]
-        for result in bad[:MAX_LISTED_FAILURES]:
-            message = clip(" ".join((result.error or "").splitlines()), 200)
-            out.append(f"- {md_code(result.nodeid)} ({result.outcome}): {md_text(message)}")
-        if len(bad) > MAX_LISTED_FAILURES:
-            out.append(f"- ... and {len(bad) - MAX_LISTED_FAILURES} more (see results.jsonl)")
+    out += _gates_markdown(report.gates, gate_problems)
+    out += _failures_markdown(results)
     out += [
         "",
         f"runner: {md_text(report.runner_fingerprint)}",
@@ -147,13 +153,60 @@ def resume_option(run_dir: Path | None) -> str:
     return f"--llmeval-resume={shlex.quote(str(run_dir)) if run_dir else 'RUN_DIR'}"
 
 
-def _gates_markdown(section: GatesSection | None) -> list[str]:
-    """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
-    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message."""
-    if section is None or not section.results:
+def _failures_markdown(results: Sequence[CaseResult]) -> list[str]:
+    """The failing and erroring cases, those with one message once: ``- `id` (failed): why``
+    for a message of its own, ``- 24 cases (error): why: `a`, `b`, ...`` for a shared one."""
+    bad = sum(1 for r in results if r.outcome in ("failed", "error"))
+    if not bad:
         return []
+    out = ["", f"## Failed and erroring cases ({bad})", ""]
+    groups = error_groups(results)
+    for group in groups[:MAX_LISTED_FAILURES]:
+        message = md_text(group.shown)
+        if group.count == 1:
+            out.append(f"- {md_code(group.nodeids[0])} ({group.outcome}): {message}")
+            continue
+        ids = ", ".join(md_code(nodeid) for nodeid in group.nodeids[:MAX_GROUP_IDS])
+        more = group.count - MAX_GROUP_IDS
+        ids += f", ... and {more} more" if more > 0 else ""
+        out.append(f"- **{count_text(group.count)}** ({group.outcome}): {message}: {ids}")
+    left = sum(group.count for group in groups[MAX_LISTED_FAILURES:])
+    if left:
+        out.append(f"- ... and {count_text(left)} more (see results.jsonl)")
+    return out
+
+
+def error_lines(results: Sequence[CaseResult]) -> list[str]:
+    """The terminal's errors shared by several cases, each message once with its count
+    (``errored: 300 cases: no cassette for this request``), at most
+    :data:`MAX_LISTED_ERRORED` messages. A message of one case's own is not repeated: pytest's
+    error section and short summary show it, and the ``errored:`` line names the case."""
+    groups = [group for group in error_groups(results, ("error",)) if group.count > 1]
+    lines = [
+        f"errored: {count_text(group.count)}: {group.shown or '(no message)'}"
+        for group in groups[:MAX_LISTED_ERRORED]
+    ]
+    left = groups[MAX_LISTED_ERRORED:]
+    if left:
+        cases = count_text(sum(group.count for group in left))
+        lines.append(f"errored: ... and {cases} sharing {len(left)} other messages")
+    return lines
+
+
+def _gates_markdown(section: GatesSection | None, problems: Sequence[str] = ()) -> list[str]:
+    """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
+    ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message, and each
+    gate that could not be read, failed. Always there (the comment a pull request shows says
+    so when no gate was set)."""
+    rows = section.results if section is not None else []
+    if not rows and not problems:
+        return ["", "## Gates", "", NO_GATES]
     out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
-    for row in section.results:
+    for problem in problems:
+        source = problem.split(": ", 1)[0]
+        message = clip(" ".join(problem.splitlines()), 200)
+        out.append(f"| {md_cell(md_code(source))} | **failed** | {md_text(message)} |")
+    for row in rows:
         shown = "**failed**" if row.status == "failed" else md_text(row.status)
         message = clip(" ".join(row.message.splitlines()), 200)
         name = md_cell(md_code(row.gate.name))

@@ -92,6 +92,7 @@ class RunWriter:
         file_artifacts: Sequence[tuple[str, Any]],
         summary_extra: str = "",
         redacted: Callable[[CaseResult], bool] = lambda result: False,
+        gate_problems: Sequence[str] = (),
     ) -> list[str]:
         """Write every report file through the redactor; returns the names written.
 
@@ -115,7 +116,8 @@ class RunWriter:
         write_json(layout.report, body)
         # summary.md shows the report as written: its names and messages redacted
         written = Report.model_validate(body)
-        summary = console.summary_markdown(written, results) + self._suite_markdown(file_artifacts)
+        summary = console.summary_markdown(written, results, gate_problems)
+        summary += self._suite_markdown(file_artifacts)
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
         # results are redacted where they are made (and in the journals they are read from);

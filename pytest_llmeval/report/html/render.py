@@ -21,6 +21,7 @@ from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
+from pytest_llmeval.report.html.error_rows import error_rows
 from pytest_llmeval.report.html.latency import latency
 from pytest_llmeval.rundir.models import Interrupted
 from pytest_llmeval.suites.base import base_totals
@@ -93,6 +94,7 @@ def assets() -> Assets:
 def _nav(sections: dict[str, bool], n_cases: int) -> list[tuple[str, str]]:
     labels = {
         "overview": "overview",
+        "errors": "errors",
         "gates": "gates",
         "pass-rates": "pass rates",
         "confusion-matrix": "confusion matrix",
@@ -148,8 +150,10 @@ def html_pieces(
     confusion = data.confusion(suites)
     levels = data.levels(suites)
     baseline = data.baseline(report.get("baseline"))
+    errors = error_rows(results)
     present = {
         "overview": True,
+        "errors": errors is not None,
         "gates": True,
         "pass-rates": True,
         "confusion-matrix": bool(confusion),
@@ -170,6 +174,7 @@ def html_pieces(
             facts=data.facts(report),
             nav=_nav(present, len(results)),
             overview=data.overview(suites, run),
+            errors=errors,
             gates=gate_rows.gates(report.get("gates")),
             interrupted=_interrupted(report.get("interrupted")),
             pass_rates=data.pass_rates(suites),

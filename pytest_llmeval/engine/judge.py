@@ -99,7 +99,7 @@ class Judge:
             ]
         problem = problems[-1]
         if task.fallback is not None:
-            audit("fallback", replies, problem)
+            audit("fallback", replies, problem, verdict=dict(task.fallback))
             return Judgement(
                 verdict=dict(task.fallback),
                 stage="fallback",
@@ -126,9 +126,11 @@ class Judge:
             raise JudgeError(problem) from exc
 
 
-def audit(stage: str, replies: list[str], problem: str) -> None:
-    """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream."""
-    emit("audit", stage=stage, replies=[r[:AUDIT_REPLY_CHARS] for r in replies], problem=problem)
+def audit(stage: str, replies: list[str], problem: str, **more: Any) -> None:
+    """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream;
+    ``more``: what else the stage records (the verdict a fallback applied)."""
+    replies = [r[:AUDIT_REPLY_CHARS] for r in replies]
+    emit("audit", stage=stage, replies=replies, problem=problem, **more)
 
 
 def _tool_arguments(completion: Any) -> str:

@@ -55,14 +55,16 @@ def w2c(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _judge_run(
-    pytester: pytest.Pytester, manifest: str, judge_base: str | None = None
+    pytester: pytest.Pytester, manifest: str, judge_base: str | None = None, cut: bool = False
 ) -> pytest.RunResult:
     """Four gold cannot_answer rows under protocol judge; the model declines, the judge never
-    answers with JSON (or sits at ``judge_base``)."""
+    answers with JSON (or is cut off by its token limit, or sits at ``judge_base``)."""
     write_jsonl(pytester, "data/rows.jsonl", _rows(95, 99))
     (pytester.path / "j.llmeval.yaml").write_text(MANIFEST + manifest)
 
     def judge(body: dict[str, Any]) -> ChatAnswer:
+        if cut:
+            return ChatAnswer(content='{"classification": "cann', finish_reason="length")
         return ChatAnswer(content="I would say the assistant declined, politely.")
 
     with (
@@ -120,6 +122,15 @@ def test_a_judge_that_is_down_is_never_a_fallback(w2c: pytest.Pytester) -> None:
     audit = read_jsonl(_run(w2c) / "audit.jsonl")
     assert {a["stage"] for a in audit} == {"judge_error"}
     assert all("backend failed" in a["problem"] for a in audit)
+    assert _section(w2c)["fallbacks"]["judge"] == 0
+
+
+def test_a_judge_reply_cut_off_is_never_a_fallback(w2c: pytest.Pytester) -> None:
+    result = _judge_run(w2c, "protocol: judge\njudge_fallback: cannot_answer\n", cut=True)
+    result.assert_outcomes(errors=4, passed=1)
+    assert "the reply was cut off by the token limit" in result.stdout.str()
+    audit = read_jsonl(_run(w2c) / "audit.jsonl")
+    assert {a["stage"] for a in audit} == {"judge_error"}
     assert _section(w2c)["fallbacks"]["judge"] == 0
 
 

@@ -16,8 +16,8 @@ The ladder, for every judged answer:
 A reply cut off by the token limit (``finish_reason == "length"``) is an error at once, and a
 judge that cannot be reached is an error: neither is ever a fallback. Every repair, fallback
 and error is an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the
-replies, the problem. That includes a judge whose backend is down, refuses or times out (``judge_error``,
-the problem naming the error), whatever the verdict's stage.
+replies, the problem. That includes a judge whose backend is down, refuses or times out
+(``judge_error``, the problem naming the error), whatever the verdict's stage.
 """
 
 from __future__ import annotations

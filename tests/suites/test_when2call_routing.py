@@ -195,13 +195,21 @@ def test_harmony_prompts_are_the_librarys(w2c: pytest.Pytester) -> None:
         # the library's own rendering of the same conversation, built here without the suite
         messages = [oh.Message.from_role_and_content(oh.Role.SYSTEM, oh.SystemContent.new())]
         if row["tools"]:
-            assert "type: dict" not in prompt and "(_: any)" not in prompt  # BFCL types mapped
-        else:
-            messages.append(oh.Message.from_role_and_content(oh.Role.USER, row["question"]))
-            tokens = encoding.render_conversation_for_completion(
-                oh.Conversation.from_messages(messages), oh.Role.ASSISTANT
-            )
-            assert prompt == encoding.decode_utf8(tokens)
+            assert "(_: any)" not in prompt  # the BFCL types were mapped to JSON Schema's
+            specs = [
+                json.loads(t.replace('"type": "dict"', '"type": "object"')) for t in row["tools"]
+            ]
+            tools = [
+                oh.ToolDescription.new(t["name"], t["description"], parameters=t["parameters"])
+                for t in specs
+            ]
+            developer = oh.DeveloperContent.new().with_function_tools(tools)
+            messages.append(oh.Message.from_role_and_content(oh.Role.DEVELOPER, developer))
+        messages.append(oh.Message.from_role_and_content(oh.Role.USER, row["question"]))
+        tokens = encoding.render_conversation_for_completion(
+            oh.Conversation.from_messages(messages), oh.Role.ASSISTANT
+        )
+        assert prompt == encoding.decode_utf8(tokens)
     call = rows[0]["answers"]["tool_call"]
     option = tool_call_option("harmony", call, json.loads(call))
     assert option.startswith(

@@ -161,6 +161,9 @@ class ChoiceTask(_Model):
     """The prompt every option continues (not scored)."""
     continuations: list[str]
     """The options as scored text (delimiter included), in the suite's fixed order."""
+    fallback: list[Message] | None = None
+    """Chat messages asking for the option's number (0, 1, ...), sent to the same runner's
+    chat endpoint when the scores are not all finite (audited); ``None``: that is an error."""
 
 
 class JudgeTask(_Model):

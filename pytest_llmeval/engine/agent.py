@@ -23,6 +23,7 @@ import time
 from typing import Any, Literal, NoReturn, Protocol
 
 from pytest_llmeval.core.case_context import emit
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import (
     EvalCase,
@@ -32,8 +33,10 @@ from pytest_llmeval.core.models import (
     Transcript,
     Usage,
 )
+from pytest_llmeval.engine.judge import AUDIT_REPLY_CHARS
 from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse, GenerateRequest, Runner
+from pytest_llmeval.scoring.classification import choice_digit
 from pytest_llmeval.tools.broker import ToolBroker
 
 
@@ -180,6 +183,8 @@ async def score_choices(runner: Any, case: EvalCase) -> Transcript:
             kind="protocol",
         )
     bad = [i for i, x in enumerate(logliks) if not math.isfinite(x.logprob_sum)]
+    if bad and task.fallback is not None:  # the user's choice: asked in chat, audited
+        return await _ask_fallback(runner, case, list(logliks), bad, start)
     if bad:  # an error for the case, never a silent pick among the rest
         values = ", ".join(f"option {i}: {logliks[i].logprob_sum}" for i in bad)
         raise RunnerError(f"non-finite log-likelihood ({values})", kind="protocol")
@@ -203,6 +208,56 @@ async def score_choices(runner: Any, case: EvalCase) -> Transcript:
         stop_reason="final",
         duration_ms=(time.perf_counter() - start) * 1000,
     )
+
+
+async def _ask_fallback(
+    runner: Any, case: EvalCase, logliks: list[Any], bad: list[int], start: float
+) -> Transcript:
+    """The options asked for by number through the runner's chat endpoint (a manifest's
+    ``loglik_fallback``), for scores that are not all finite; an ``audit`` event records the
+    scores, the reply and the option it picked (``None``: no digit, unparsed)."""
+    assert case.choices is not None and case.choices.fallback is not None
+    messages = list(case.choices.fallback)
+    generate = getattr(runner, "generate", None)
+    if not callable(generate):
+        raise RunnerError(
+            f"runner {getattr(runner, 'name', type(runner).__name__)!r} has no chat endpoint "
+            "for the log-likelihood fallback",
+            kind="agent",
+        )
+    completion = await generate(GenerateRequest(messages=messages))
+    emit(
+        "model_call",
+        turn=1,
+        finish_reason=completion.finish_reason,
+        tool_calls=[call.name for call in completion.tool_calls],
+        usage=completion.usage.model_dump(),
+    )
+    picked = choice_digit(completion.text, len(case.choices.continuations))
+    emit(
+        "audit",
+        stage="loglik_fallback",
+        scores=[_shown_score(x.logprob_sum) for x in logliks],
+        non_finite=bad,
+        replies=[clip(completion.text, AUDIT_REPLY_CHARS)],
+        picked=picked,
+        problem=f"non-finite log-likelihood for option(s) {', '.join(map(str, bad))}; "
+        "asked in chat instead (loglik_fallback)",
+    )
+    return Transcript(
+        messages=[*messages, Message(role="assistant", content=completion.text)],
+        logliks=logliks,
+        response=completion.text,
+        turns=1,
+        stop_reason="final",
+        usage=completion.usage,
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def _shown_score(value: float) -> float | str:
+    """A log-likelihood as JSON can hold it (``"-inf"``, ``"nan"`` for the others)."""
+    return value if math.isfinite(value) else str(value)
 
 
 def default_agent(runner: Runner | AgentEndpoint) -> LoopAgent | EndpointAgent:

@@ -11,13 +11,13 @@ The ladder, for every judged answer:
    only";
 4. if that fails too, the case is an **error** (``judge`` kind), never a silent verdict, unless
    the task has a fallback verdict (a manifest's ``judge_fallback``): it is then applied, and
-   audited.
+   audited with the verdict it applied.
 
-A reply cut off by the token limit (``finish_reason == "length"``) is an error at once; a
-judge that cannot be reached is an error, never a verdict. Every repair, fallback and error is
-an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the replies, the
-problem. That includes a judge whose backend is down, refuses or times out (``judge_error``,
-the problem naming the error), whatever the verdict's stage.
+A reply cut off by the token limit (``finish_reason == "length"``) is an error at once, and a
+judge that cannot be reached is an error: neither is ever a fallback. Every repair, fallback
+and error is an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the
+replies, the problem. That includes a judge whose backend is down, refuses or times out
+(``judge_error``, the problem naming the error), whatever the verdict's stage.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class Judge:
         usage = Usage()
         replies: list[str] = []
         problems: list[str] = []
+        cut = False
         for attempt in range(2):
             completion = await self._ask(GenerateRequest(messages=messages, params=params), replies)
             usage = usage + completion.usage
@@ -79,6 +80,7 @@ class Judge:
             replies.append(reply)
             if completion.finish_reason == "length":
                 problems.append("the reply was cut off by the token limit")
+                cut = True
                 break
             value = rules.extract_verdict(reply)
             problem = rules.validate(value, verdict_schema)
@@ -99,8 +101,8 @@ class Judge:
                 Message(role="user", content=rules.REPAIR.format(problem=problem)),
             ]
         problem = problems[-1]
-        if task.fallback is not None:
-            audit("fallback", replies, problem)
+        if task.fallback is not None and not cut:
+            audit("fallback", replies, problem, verdict=dict(task.fallback))
             return Judgement(
                 verdict=dict(task.fallback),
                 stage="fallback",
@@ -127,11 +129,11 @@ class Judge:
             raise JudgeError(problem) from exc
 
 
-def audit(stage: str, replies: list[str], problem: str) -> None:
-    """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream."""
-    emit(
-        "audit", stage=stage, replies=[clip(r, AUDIT_REPLY_CHARS) for r in replies], problem=problem
-    )
+def audit(stage: str, replies: list[str], problem: str, **more: Any) -> None:
+    """Add an ``audit`` event (a line of ``audit.jsonl``) to the running case's stream;
+    ``more``: what else the stage records (the verdict a fallback applied)."""
+    shown = [clip(r, AUDIT_REPLY_CHARS) for r in replies]
+    emit("audit", stage=stage, replies=shown, problem=problem, **more)
 
 
 def _tool_arguments(completion: Any) -> str:

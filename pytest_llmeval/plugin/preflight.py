@@ -7,6 +7,9 @@ session checks what every case would otherwise fail on one by one:
   ``llmeval_runner`` fixture (an overridden ``llmeval_runner`` or ``llmeval_agent`` that does not
   ask for it makes the option irrelevant): an unknown name, a runner that cannot be built (a
   missing model path or extra), replay without a cassette folder;
+* a manifest that asks for the runner's chat endpoint as a fallback (When2Call's
+  ``loglik_fallback``) when the runner has none (it cannot generate, or it is an ``hf`` base
+  model without a chat template);
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
   names a collected suite (or ``*``) and a metric that suite can produce
@@ -72,7 +75,8 @@ def check(
             return
         if not config.option.collectonly:
             if _uses_own_runner(items):
-                config.stash[_runner_key] = build_runner(config, state)
+                config.stash[_runner_key] = runner = build_runner(config, state)
+                _check_chat_fallback(state, items, runner)
             state.services.start_judge()
             try:
                 check_embedder(state.settings)
@@ -130,6 +134,43 @@ def _stop(session: pytest.Session, message: str) -> None:
     setattr(report, USAGE_ERROR_ATTR, message)
     session.config.hook.pytest_collectreport(report=report)  # xdist sends it to the controller
     session.items[:] = []  # and no case runs here
+
+
+CHAT_FALLBACK_OPTIONS = ("loglik_fallback",)
+"""Manifest keys that send a question to the runner's chat endpoint when its scores fail."""
+
+
+def _check_chat_fallback(state: LLMEvalState, items: Sequence[EvalItem], runner: Any) -> None:
+    """A usage error when a selected case's manifest asks for a chat fallback the runner
+    cannot give (read from the manifests: no case is built for this)."""
+    if _has_chat(runner):
+        return
+    index = state.manifests
+    seen: set[str] = set()
+    for item in items:
+        name = item.eval_file.manifest_name
+        if name is None or name in seen:
+            continue
+        seen.add(name)
+        manifest = index.entry(item.eval_file.path)
+        if isinstance(manifest, CaseFileError):
+            continue
+        for key in CHAT_FALLBACK_OPTIONS:
+            if manifest.options.get(key) is not None:
+                who = getattr(runner, "name", type(runner).__name__)
+                raise pytest.UsageError(
+                    f"{manifest.display}: {key}: {manifest.options[key]} asks the runner's chat "
+                    f"endpoint, and runner {who!r} has none (no chat template or no generate); "
+                    f"use a chat model or drop {key}"
+                )
+
+
+def _has_chat(runner: Any) -> bool:
+    """Whether ``runner`` can answer chat messages: it generates, and (a local model) has a
+    chat template to render them with."""
+    if not callable(getattr(runner, "generate", None)):
+        return False
+    return getattr(runner, "has_chat_template", True) is not False
 
 
 def _uses_own_runner(items: Sequence[EvalItem]) -> bool:

@@ -146,3 +146,12 @@ def stability(
         "flip_rate": stats["flips"] / flip_cases if flip_cases else None,
         "mean_acc_across_runs": stats["acc"] / n,
     }
+
+
+def choice_digit(reply: str, n_options: int) -> int | None:
+    """The option a reply names by number: its first digit below ``n_options`` (at most 10
+    options), ``None`` when it has none (an unparsed reply)."""
+    for char in reply:
+        if char.isascii() and char.isdigit() and int(char) < n_options:
+            return int(char)
+    return None

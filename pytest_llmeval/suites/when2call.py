@@ -9,8 +9,11 @@ manifest chooses the protocol::
     data: data/when2call_test_llm_judge.jsonl
     protocol: mcq-loglik     # mcq-loglik (default) | mcq-string | judge
     prompt_format: default   # default | hermes | qwen2_5 | llama3_2 | xlam | functionary
+                             # | harmony (extension) | auto (from the model's name)
     score: acc_norm          # acc_norm (default) | acc | acc_bytes | acc_tokens
     target_delimiter: ""     # between the prompt and each option, as the official YAML
+    judge_fallback: cannot_answer   # judge only: the label of a judge reply left unreadable
+    loglik_fallback: mcq-string     # mcq-loglik only: ask non-finite scores in chat
 
 Without a manifest, a file whose rows have that shape is claimed with these defaults.
 
@@ -21,7 +24,10 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
   of LL / option length in characters (lm-eval's ``acc_norm``); first index on ties. Named
   extensions: ``acc_bytes`` (UTF-8 bytes) and ``acc_tokens`` (continuation tokens). A case
   whose four scores are not all finite and at most 0 (a log-probability) is an error, never
-  a pick.
+  a pick, unless ``loglik_fallback: mcq-string``: the question is then asked through the
+  mcq-string messages on the same runner's chat endpoint, and that label is every rule's
+  pick (audited, counted in ``fallbacks.mcq_string``; a reply without a digit is
+  ``unparsed``).
 * **mcq-string** (an extension from the third-party API suite): a chat prompt lists the
   options as 0-3; the first digit 0-3 of the reply is the choice, and a reply without one is
   ``unparsed`` (counted; the case fails; the reply is kept).
@@ -29,7 +35,14 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
   answers the bare question with the row's tools offered natively (rewritten as the official
   generation rewrites them); its first tool call (as ``{name, arguments}``) or its text goes to
   the judge, which classifies it as ``direct_answer``, ``tool_call``, ``request_for_info`` or
-  ``cannot_answer`` (``direct_answer`` is the suite's ``direct``).
+  ``cannot_answer`` (``direct_answer`` is the suite's ``direct``). With
+  ``judge_fallback: cannot_answer``, a judge reply still unreadable after the repair turn is
+  labelled ``cannot_answer`` (audited, counted in ``fallbacks.judge``); a judge that cannot be
+  reached stays an error.
+
+``prompt_format: auto`` picks the format from the model's name
+(:mod:`~pytest_llmeval.suites.when2call_routing`); the chosen one is in every case's metadata
+and fingerprint.
 
 A case passes iff the prediction of the ``score`` rule is the gold label. Dataset metrics are
 in :mod:`~pytest_llmeval.suites.when2call_metrics`.
@@ -42,12 +55,12 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_llmeval.core.clip import clip
-from pytest_llmeval.core.errors import CaseFileError, RunnerError
+from pytest_llmeval.core.errors import CaseFileError, ConfigError, RunnerError
 from pytest_llmeval.core.models import (
     CaseResult,
     CaseScore,
@@ -59,7 +72,7 @@ from pytest_llmeval.core.models import (
     Transcript,
 )
 from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
-from pytest_llmeval.scoring.classification import argmax_first
+from pytest_llmeval.scoring.classification import argmax_first, choice_digit
 from pytest_llmeval.scoring.judge_verdict import agreement as judge_agreement
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -70,6 +83,7 @@ from pytest_llmeval.suites.base import (
 )
 from pytest_llmeval.suites.fields import RowReader
 from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
+from pytest_llmeval.suites.when2call_harmony import load_encoding
 from pytest_llmeval.suites.when2call_metrics import (
     LABELS,
     When2CallSection,
@@ -78,17 +92,25 @@ from pytest_llmeval.suites.when2call_metrics import (
     markdown,
 )
 from pytest_llmeval.suites.when2call_prompts import (
-    FORMATS,
+    ALL_FORMATS,
     PromptFormat,
     build_prompt,
     tool_call_option,
 )
+from pytest_llmeval.suites.when2call_routing import route
 
 Protocol = Literal["mcq-loglik", "mcq-string", "judge"]
 ScoreRule = Literal["acc_norm", "acc", "acc_bytes", "acc_tokens"]
 PROTOCOLS: tuple[Protocol, ...] = ("mcq-loglik", "mcq-string", "judge")
 SCORE_RULES: tuple[ScoreRule, ...] = ("acc_norm", "acc", "acc_bytes", "acc_tokens")
-OPTIONS = ("protocol", "prompt_format", "score", "target_delimiter")
+OPTIONS = (
+    "protocol",
+    "prompt_format",
+    "score",
+    "target_delimiter",
+    "judge_fallback",
+    "loglik_fallback",
+)
 """When2Call's own manifest options, besides the keys every suite takes
 (:data:`pytest_llmeval.inputs.manifest.COMMON_OPTIONS`)."""
 
@@ -98,7 +120,6 @@ MCQ_STRING_SYSTEM = (
     "response. Reply with its number only: one digit, 0, 1, 2 or 3."
 )
 """The system message of the mcq-string protocol (this project's text, not the official's)."""
-_DIGIT = re.compile(r"[0-3]")
 RAW_REPLY_CHARS = 2000
 
 
@@ -108,14 +129,33 @@ class When2CallOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     protocol: Protocol = "mcq-loglik"
-    prompt_format: PromptFormat = "default"
+    """Which protocol scores the cases."""
+    prompt_format: PromptFormat | Literal["auto"] = "default"
+    """The prompt format; ``auto``: picked from the model's name (resolved by
+    :func:`read_options`)."""
     score: ScoreRule = "acc_norm"
+    """The prediction rule that decides pass or fail."""
     target_delimiter: str = ""
+    """Between the prompt and each option."""
+    judge_fallback: Literal["cannot_answer"] | None = None
+    """``judge``: the label of a judge reply still unreadable after the repair turn (audited);
+    ``None``: that reply is the case's judge error."""
+    loglik_fallback: Literal["mcq-string"] | None = None
+    """``mcq-loglik``: scores not all finite are asked through the mcq-string messages on the
+    same runner's chat endpoint (audited); ``None``: they are the case's error."""
+
+    def fingerprinted(self) -> dict[str, Any]:
+        """The options as the case fingerprint takes them (an unset fallback left out, so
+        fingerprints from before the fallbacks existed still hold)."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
-def read_options(source: CaseSource, judged: bool = False) -> When2CallOptions:
-    """The manifest's When2Call options; a problem is one error naming the option.
-    ``judged``: whether the session has a judge (``--llmeval-judge-runner``)."""
+def read_options(
+    source: CaseSource, judged: bool = False, model: str | None = None
+) -> When2CallOptions:
+    """The manifest's When2Call options, ``prompt_format: auto`` resolved from ``model``
+    (``--llmeval-model``); a problem is one error naming the option. ``judged``: whether the
+    session has a judge (``--llmeval-judge-runner``)."""
     given = {k: v for k, v in source.options.items() if k not in COMMON_OPTIONS}
     for key in given:
         if key not in OPTIONS:
@@ -126,7 +166,13 @@ def read_options(source: CaseSource, judged: bool = False) -> When2CallOptions:
     except ValidationError as exc:
         problem = exc.errors()[0]
         key = str(problem["loc"][0]) if problem["loc"] else "options"
-        allowed = {"protocol": PROTOCOLS, "prompt_format": FORMATS, "score": SCORE_RULES}
+        allowed = {
+            "protocol": PROTOCOLS,
+            "prompt_format": (*ALL_FORMATS, "auto"),
+            "score": SCORE_RULES,
+            "judge_fallback": ("cannot_answer",),
+            "loglik_fallback": ("mcq-string",),
+        }
         if key in allowed:
             message = f"expected one of {', '.join(allowed[key])}, got {given.get(key)!r}"
         else:
@@ -143,6 +189,24 @@ def read_options(source: CaseSource, judged: bool = False) -> When2CallOptions:
         raise _option_error(
             source, "score", f"{options.protocol} picks one label per case: only acc applies"
         )
+    if options.judge_fallback is not None and options.protocol != "judge":
+        raise _option_error(source, "judge_fallback", "applies to protocol: judge only")
+    if options.loglik_fallback is not None and options.protocol != "mcq-loglik":
+        raise _option_error(source, "loglik_fallback", "applies to protocol: mcq-loglik only")
+    if options.prompt_format == "auto":
+        if not model:
+            raise _option_error(
+                source,
+                "prompt_format",
+                "auto picks the format from the model's name: give --llmeval-model NAME, or "
+                "name the format",
+            )
+        options = options.model_copy(update={"prompt_format": route(model)})
+    if options.prompt_format == "harmony":
+        try:
+            load_encoding()
+        except ConfigError as exc:
+            raise _option_error(source, "prompt_format", str(exc)) from None
     return options
 
 
@@ -163,7 +227,9 @@ class When2CallSuite(SuiteBase):
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         try:
-            options = read_options(source, judged=ctx.settings.judge_runner is not None)
+            options = read_options(
+                source, judged=ctx.settings.judge_runner is not None, model=ctx.settings.model
+            )
         except CaseFileError as exc:
             yield exc
             return
@@ -185,7 +251,7 @@ class When2CallSuite(SuiteBase):
             raise read.error("tools", "missing required field (an array of JSON strings)")
         parsed = [_tool(read, i, text) for i, text in enumerate(tools)]
         answers = _answers(read)
-        fmt = options.prompt_format
+        fmt = cast(PromptFormat, options.prompt_format)
         prompt = build_prompt(fmt, question, tools, parsed)
         call = _json_object(read, "answers.tool_call", answers["tool_call"])
         shown = {**answers, "tool_call": tool_call_option(fmt, answers["tool_call"], call)}
@@ -209,14 +275,20 @@ class When2CallSuite(SuiteBase):
             "expect": {"label": gold},
             "metadata": metadata,
             "fingerprint": row_fingerprint(
-                self.name, {"row": row, "options": options.model_dump(mode="json")}
+                self.name, {"row": row, "options": options.fingerprinted()}
             ),
         }
         if options.protocol == "mcq-string":
             return EvalCase(messages=_mcq_string_messages(prompt, options_text), **common)
         if options.protocol == "judge":
             specs = [_openai_tool(read, i, text) for i, text in enumerate(tools)]
-            judge = JudgeTask(kind="when2call", question=question, tools=list(tools))
+            fallback = options.judge_fallback
+            judge = JudgeTask(
+                kind="when2call",
+                question=question,
+                tools=list(tools),
+                fallback=None if fallback is None else {"classification": fallback},
+            )
             return EvalCase(
                 messages=[Message(role="user", content=question)],
                 tools=specs,
@@ -224,9 +296,14 @@ class When2CallSuite(SuiteBase):
                 **common,
             )
         delimiter = options.target_delimiter
+        asked = options.loglik_fallback is not None
         return EvalCase(
             messages=[Message(role="user", content=question)],
-            choices=ChoiceTask(context=prompt, continuations=[delimiter + t for t in options_text]),
+            choices=ChoiceTask(
+                context=prompt,
+                continuations=[delimiter + t for t in options_text],
+                fallback=_mcq_string_messages(prompt, options_text) if asked else None,
+            ),
             **common,
         )
 
@@ -371,7 +448,7 @@ def _score_loglik(case: EvalCase, transcript: Transcript) -> CaseScore:
     scores = [x.model_dump() for x in transcript.logliks]
     details: dict[str, Any] = {
         "gold": gold,
-        "loglik": [x["logprob_sum"] for x in scores],
+        "loglik": [_json_score(x["logprob_sum"]) for x in scores],
         "n_tools": meta["n_tools"],
         "protocol": meta["protocol"],
         "prompt_format": meta["prompt_format"],
@@ -386,6 +463,9 @@ def _score_loglik(case: EvalCase, transcript: Transcript) -> CaseScore:
         for i, x in enumerate(scores)
         if not math.isfinite(x["logprob_sum"]) or x["logprob_sum"] > 0
     ]
+    non_finite = [x for x in scores if not math.isfinite(x["logprob_sum"])]
+    if non_finite and case.choices is not None and case.choices.fallback is not None:
+        return _score_fallback(case, transcript, details)
     if bad:
         raise RunnerError(
             f"non-finite or positive log-likelihood for option(s) {', '.join(bad)}: "
@@ -406,6 +486,42 @@ def _score_loglik(case: EvalCase, transcript: Transcript) -> CaseScore:
     return CaseScore(
         passed=passed,
         scores={rule: float(LABELS[index] == gold) for rule, index in picks.items()},
+        failure=failure,
+        details=details,
+    )
+
+
+def _json_score(value: float) -> float | str:
+    """A log-likelihood as JSON holds it: a non-finite one as text (``"-inf"``)."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _score_fallback(case: EvalCase, transcript: Transcript, details: dict[str, Any]) -> CaseScore:
+    """Scores not all finite, asked in chat (``loglik_fallback: mcq-string``): the reply's
+    label is every rule's pick; a reply without a digit 0-3 is ``unparsed``."""
+    gold = details["gold"]
+    reply = transcript.response
+    index = choice_digit(reply, len(LABELS))
+    pred = LABELS[index] if index is not None else None
+    details.update(
+        fallback="mcq_string",
+        pred=pred,
+        parsed_index=index,
+        unparsed=index is None,
+        reply=reply[:RAW_REPLY_CHARS],
+    )
+    for rule in SCORE_RULES:
+        details[f"pred_{rule}"] = pred
+    passed = pred == gold
+    failure = None
+    why = "non-finite log-likelihoods, asked in chat (loglik_fallback)"
+    if index is None:
+        failure = f"gold {gold}, but {why}: the reply has no digit 0-3 (unparsed): {reply[:200]!r}"
+    elif not passed:
+        failure = f"gold {gold}, predicted {pred} ({why}: the reply chose {index}): {reply[:200]!r}"
+    return CaseScore(
+        passed=passed,
+        scores={rule: float(passed) for rule in SCORE_RULES},
         failure=failure,
         details=details,
     )
@@ -459,6 +575,8 @@ def _score_judged(case: EvalCase, transcript: Transcript) -> CaseScore:
             "samples": len(judgement.samples) or 1,
         },
     }
+    if judgement.stage == "fallback":
+        details["fallback"] = "judge"
     passed = pred == gold
     failure = None
     if not passed:
@@ -478,8 +596,7 @@ def _score_string(case: EvalCase, transcript: Transcript) -> CaseScore:
     meta = case.metadata
     gold = meta["gold"]
     reply = transcript.response
-    match = _DIGIT.search(reply)
-    index = int(match.group()) if match else None
+    index = choice_digit(reply, len(LABELS))
     pred = LABELS[index] if index is not None else None
     details: dict[str, Any] = {
         "gold": gold,

@@ -2,7 +2,11 @@
 
 From the scored cases (an error case has no prediction and is counted in ``errors`` only):
 
-* ``n``, ``protocol``, ``primary`` (the ``score`` rule deciding pass/fail);
+* ``n``, ``protocol``, ``prompt_format`` (the format the prompts were built in, ``auto``
+  resolved), ``primary`` (the ``score`` rule deciding pass/fail);
+* ``fallbacks``: ``judge`` (judge replies left unreadable, labelled by ``judge_fallback``) and
+  ``mcq_string`` (questions whose scores were not all finite, asked in chat by
+  ``loglik_fallback``), so a gate ``when2call.fallbacks.mcq_string <= 0`` can bound them;
 * ``acc``, ``acc_norm``, ``acc_bytes``, ``acc_tokens``, each with ``_stderr`` as lm-eval
   computes it (``acc``/``acc_norm`` are lm-eval's; the other two are this project's
   extensions; ``null`` under mcq-string, which has one pick);
@@ -27,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from pytest_llmeval.core.markdown import md_code
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.models import Number, SuiteSection
@@ -47,12 +53,28 @@ GOLD_LABELS = LABELS[1:]
 RULES = ("acc", "acc_norm", "acc_bytes", "acc_tokens")
 
 
+class When2CallFallbacks(BaseModel):
+    """How many cases a configured fallback labelled (each one is an ``audit.jsonl`` line)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: int = 0
+    """Judge replies still unreadable after the repair turn, labelled by ``judge_fallback``."""
+    mcq_string: int = 0
+    """Questions whose four scores were not all finite, asked through the mcq-string
+    protocol on the same runner's chat endpoint (``loglik_fallback``)."""
+
+
 class When2CallSection(SuiteSection):
     """``report.json`` ``suites.when2call``; the rest (per-class figures, label
     counts, stability under repeats) stays as extra fields."""
 
     n: int
     protocol: str | None
+    prompt_format: str | None = None
+    """The prompt format of the cases (``auto`` resolved; comma-joined when they differ)."""
+    fallbacks: When2CallFallbacks = When2CallFallbacks()
+    """Cases a configured fallback labelled, by kind."""
     primary: str | None
     acc: Number | None
     acc_stderr: Number | None
@@ -79,11 +101,17 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
     pred = [d.get("pred") for d in rows]
     protocols = sorted({d["protocol"] for d in rows})
     primaries = sorted({d["primary"] for d in rows})
+    formats = sorted({str(d.get("prompt_format")) for d in rows if d.get("prompt_format")})
     out: dict[str, Any] = {
         **base_totals(results),
         "n": len(rows),
         "protocol": protocols[0] if len(protocols) == 1 else ",".join(protocols) or None,
         "primary": primaries[0] if len(primaries) == 1 else ",".join(primaries) or None,
+        "prompt_format": ",".join(formats) or None,
+        "fallbacks": {
+            "judge": sum(1 for d in rows if d.get("fallback") == "judge"),
+            "mcq_string": sum(1 for d in rows if d.get("fallback") == "mcq_string"),
+        },
     }
     for rule in RULES:
         picks = [d.get(f"pred_{rule}") for d in rows]
@@ -157,6 +185,12 @@ def headline(metrics: dict[str, Any]) -> str:
     ]
     if metrics.get("unparsed"):
         parts.append(f"unparsed {metrics['unparsed']}")
+    if metrics.get("prompt_format"):
+        parts.append(f"prompt format {metrics['prompt_format']}")
+    fallbacks = metrics.get("fallbacks") or {}
+    used = [f"{kind} {count}" for kind, count in fallbacks.items() if count]
+    if used:
+        parts.append("fallbacks: " + ", ".join(used))
     return ", ".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""The six When2Call MCQ prompt formats, joined as the official task files join them.
+"""The When2Call MCQ prompt formats: the six official ones, joined as the official task files
+join them, and this project's ``harmony`` (rendered by openai-harmony).
 
 The fixed text of each format is data (``data/when2call_prompt_formats.json``, from the
 official task's ``utils.py``, NVIDIA/When2Call @ecc8d42, Apache-2.0; its ``source`` line says
@@ -22,7 +23,9 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Literal
 
-PromptFormat = Literal["default", "hermes", "qwen2_5", "llama3_2", "xlam", "functionary"]
+from pytest_llmeval.suites.when2call_harmony import harmony_prompt, harmony_tool_call
+
+PromptFormat = Literal["default", "hermes", "qwen2_5", "llama3_2", "xlam", "functionary", "harmony"]
 FORMATS: tuple[PromptFormat, ...] = (
     "default",
     "hermes",
@@ -31,6 +34,11 @@ FORMATS: tuple[PromptFormat, ...] = (
     "xlam",
     "functionary",
 )
+"""The six official formats (the task files of the benchmark)."""
+EXTENSION_FORMATS: tuple[PromptFormat, ...] = ("harmony",)
+"""This project's formats: ``harmony`` (gpt-oss), rendered by openai-harmony
+(:mod:`~pytest_llmeval.suites.when2call_harmony`)."""
+ALL_FORMATS: tuple[PromptFormat, ...] = FORMATS + EXTENSION_FORMATS
 
 
 @functools.cache
@@ -45,6 +53,8 @@ def build_prompt(
     fmt: PromptFormat, question: str, tools: Sequence[str], parsed: Sequence[dict[str, Any]]
 ) -> str:
     """The prompt of one row in format ``fmt`` (the context every option continues)."""
+    if fmt == "harmony":
+        return harmony_prompt(question, parsed)
     f = format_text()[fmt]
     if fmt == "default":
         listed = "\n\n".join(f"<tool>{t}</tool>" for t in tools)
@@ -82,6 +92,8 @@ def build_prompt(
 
 def tool_call_option(fmt: PromptFormat, call: str, parsed_call: dict[str, Any]) -> str:
     """The ``tool_call`` option in format ``fmt``'s call syntax (``call`` is the raw JSON)."""
+    if fmt == "harmony":
+        return harmony_tool_call(parsed_call, _arguments(parsed_call))
     f = format_text()[fmt]
     if fmt in ("default", "qwen2_5"):
         return call

@@ -236,8 +236,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
         # the collected items live to the end of the session: the collector need not walk
-        # them again at every full collection while the cases run (no collection first: it
-        # finds nothing to free there, and costs a walk of everything; unfrozen at the end)
+        # them again at every full collection while the cases run (unfrozen at the end).
+        # A collection first frees what a conftest or plugin dropped before this point, so
+        # their finalizers run now rather than only at the end of the session
+        gc.collect()
         gc.freeze()
         session.config.stash[_frozen_key] = True
 

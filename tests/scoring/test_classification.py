@@ -15,8 +15,8 @@ from pytest_llmeval.scoring.classification import (
     mean_stderr,
     per_class,
 )
-from pytest_llmeval.suites.when2call import predictions
 from pytest_llmeval.suites.when2call_metrics import LABELS, aggregate
+from pytest_llmeval.suites.when2call_scoring import predictions
 
 D, T, R, C = LABELS
 

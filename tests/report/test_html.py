@@ -520,6 +520,15 @@ def views(
     return found
 
 
+RANK = {"failed": 0, "error": 1, "passed": 3, "skipped": 4}
+
+
+def shown(results: list[CaseResult]) -> list[CaseResult]:
+    """The cases in the order the page lists them with no column sorted: failures first
+    (failed, error, expected misses, passed, skipped), each in run order."""
+    return sorted(results, key=lambda r: 2 if r.xfailed else RANK[r.outcome])
+
+
 def row_ids(dom_text: str) -> list[str]:
     return re.findall(r'<tr class="case-row"[^>]*>.*?<td class="case-id"[^>]*>([^<]*)<', dom_text)
 
@@ -534,7 +543,7 @@ def pager(dom_text: str) -> str:
 def test_browser_first_page(tmp_path: Path, big_page: tuple[Path, list[CaseResult]]) -> None:
     page, results = big_page
     out = dom(tmp_path, page)
-    assert row_ids(out) == [r.case_id for r in results[:100]]
+    assert row_ids(out) == [r.case_id for r in shown(results)[:100]]
     assert pager(out) == f"1–100 of {N_BIG}"
     suites_table = out.split('class="num suites-table"')[1].split("</table>")[0]
     for name in ("golden", "toolforge", "when2call", "all"):
@@ -676,10 +685,11 @@ def test_browser_interaction(tmp_path: Path, big_page: tuple[Path, list[CaseResu
     text = html.unescape(out.split('<pre id="log">')[1].split("</pre>")[0])
     log = dict(line.split("=", 1) for line in text.splitlines())
     assert "error" not in log, log["error"]
-    assert log["next"] == f"101–200 of {N_BIG} case-00100 #page=2"
-    matching = [r.case_id for r in results[:100]]  # the search ignores case
-    assert log["search"] == f"1–100 of 100 (filtered from {N_BIG}) " + ",".join(matching)
-    assert log["open"] == f"1 true #q=CASE-000&open={quote(results[0].nodeid, safe='')}"
+    assert log["next"] == f"101–200 of {N_BIG} {shown(results)[100].case_id} #page=2"
+    matching = shown(results[:100])  # the search ignores case; failures first
+    ids = ",".join(r.case_id for r in matching)
+    assert log["search"] == f"1–100 of 100 (filtered from {N_BIG}) " + ids
+    assert log["open"] == f"1 true #q=CASE-000&open={quote(matching[0].nodeid, safe='')}"
     assert log["closed"] == "0"
     by_time = sorted(range(100), key=lambda i: (-round(results[i].duration_ms, 1), i))
     assert log["sorted"] == ",".join(map(str, by_time))

@@ -146,9 +146,9 @@
     const id = el("td", "case-id", c.id);
     id.title = c.nodeid;
     tr.appendChild(id);
+    tr.appendChild(el("td", "case-file", fileOf(c)));
     tr.appendChild(el("td", null, c.suite));
     tr.appendChild(el("td", null, c.cat === undefined ? "" : c.cat));
-    tr.appendChild(el("td", "case-file", fileOf(c)));
     const outcome = el("td");
     /* a miss a manifest expects (misses: xfail) does not fail the run: shown as expected */
     if (c.xfail) outcome.appendChild(el("span", "badge xfailed", "expected miss"));

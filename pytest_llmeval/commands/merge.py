@@ -43,6 +43,7 @@ from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import prepare_merge_dir
@@ -216,11 +217,20 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         journal.close()
     if journal.error is not None:  # a journal short of cases must not stand for the merge
         raise journal.error
-    written = writer.write(merged.results, merged.report, writer.suite_artifacts(merged.results))
     ordered = sorted(runs, key=lambda r: (r.shard or (0, 0), str(r.path)))
     first = ordered[0].manifest
     started = sorted(r.manifest.started for r in ordered if r.manifest.started)
     finished = sorted(r.manifest.finished for r in ordered if r.manifest.finished)
+    settings = merged.settings
+    facts = RunFacts(  # the page's header: the first shard's start, the shards' time summed
+        started=started[0] if started else None,
+        duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
+        runner=settings.runner,
+        model=settings.model,
+        exit_on=settings.exit_on,
+    )
+    artifacts = writer.suite_artifacts(merged.results)
+    written = writer.write(merged.results, merged.report, artifacts, facts=facts)
     writer.write_manifest(
         settings=merged.settings,
         invocation=invocation,

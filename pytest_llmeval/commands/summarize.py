@@ -17,6 +17,7 @@ from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.report import verdict
 from pytest_llmeval.report.baseline.render import diff_markdown
+from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import RunDirLock
 from pytest_llmeval.rundir.files import is_run_dir
@@ -74,7 +75,14 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
         judged.baseline_diff, judged.baseline_refusal = run.report.baseline, None
     diff = report.baseline
     extra = "\n" + diff_markdown(diff) if diff is not None else ""
-    writer.write(run.results, report, writer.suite_artifacts(run.results), extra)
+    facts = RunFacts(  # the page's header, as the session wrote it
+        started=run.manifest.started,
+        duration_s=run.manifest.duration_s,
+        runner=settings.runner,
+        model=settings.model,
+        exit_on=settings.exit_on,
+    )
+    writer.write(run.results, report, writer.suite_artifacts(run.results), extra, facts=facts)
     return Summarized(report, judged, _exit_code(judged, run, settings))
 
 

@@ -162,6 +162,7 @@ class SessionReport:
 
     def _write(self, session: pytest.Session) -> None:
         # what only the end of a session needs is imported here: every session starts faster
+        from pytest_llmeval.report.html.header import RunFacts
         from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
         from pytest_llmeval.report.provenance import filtered_environment, git_state
         from pytest_llmeval.report.writer import RunWriter
@@ -210,8 +211,15 @@ class SessionReport:
             return not distributed and result.nodeid not in earlier
 
         problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+        facts = RunFacts(  # the page's header: manifest.json is written after it
+            started=self.started.isoformat(),
+            duration_s=round((datetime.now(timezone.utc) - self.started).total_seconds(), 3),
+            runner=settings.runner,
+            model=settings.model,
+            exit_on=settings.exit_on,
+        )
         written = writer.write(
-            results, report, self.file_artifacts, extra, own, gate_problems=problems
+            results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
         )
         finished = datetime.now(timezone.utc)
         writer.write_manifest(

@@ -24,6 +24,7 @@ from pytest_llmeval.core.version import __version__
 from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import html_pieces
+from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
 from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunManifest
@@ -93,6 +94,7 @@ class RunWriter:
         summary_extra: str = "",
         redacted: Callable[[CaseResult], bool] = lambda result: False,
         gate_problems: Sequence[str] = (),
+        facts: RunFacts | None = None,
     ) -> list[str]:
         """Write every report file through the redactor; returns the names written.
 
@@ -123,7 +125,9 @@ class RunWriter:
         # results are redacted where they are made (and in the journals they are read from);
         # the page gets a text pass on top, as every other file does, piece by piece (no piece
         # splits a text): the page is streamed, never held whole
-        write_text(layout.html, (redact.text(piece) for piece in html_pieces(body, results)))
+        write_text(
+            layout.html, (redact.text(piece) for piece in html_pieces(body, results, facts=facts))
+        )
         return sorted([*REPORT_FILES, *(name for name, _ in file_artifacts)])
 
     def write_manifest(

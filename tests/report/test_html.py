@@ -1,5 +1,6 @@
 """report.html: a self-contained page; its data block cannot be broken out of; it stays usable
-at 10,000 cases (checked in headless Chromium when it is installed)."""
+at 10,000 cases and under 20 MB at 20,000; its header, headline numbers, expected misses, file
+column and failures-first order (checked in headless Chromium when it is installed)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pytest_llmeval.report.gates import (
     suite_gate_results,
 )
 from pytest_llmeval.report.html import DATA_ELEMENT_ID, MAX_CHARS, latency_buckets, render_html
+from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.report.html.render import assets
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -520,6 +522,15 @@ def views(
     return found
 
 
+RANK = {"failed": 0, "error": 1, "passed": 3, "skipped": 4}
+
+
+def shown(results: list[CaseResult]) -> list[CaseResult]:
+    """The cases in the order the page lists them with no column sorted: failures first
+    (failed, error, expected misses, passed, skipped), each in run order."""
+    return sorted(results, key=lambda r: 2 if r.xfailed else RANK[r.outcome])
+
+
 def row_ids(dom_text: str) -> list[str]:
     return re.findall(r'<tr class="case-row"[^>]*>.*?<td class="case-id"[^>]*>([^<]*)<', dom_text)
 
@@ -534,7 +545,7 @@ def pager(dom_text: str) -> str:
 def test_browser_first_page(tmp_path: Path, big_page: tuple[Path, list[CaseResult]]) -> None:
     page, results = big_page
     out = dom(tmp_path, page)
-    assert row_ids(out) == [r.case_id for r in results[:100]]
+    assert row_ids(out) == [r.case_id for r in shown(results)[:100]]
     assert pager(out) == f"1–100 of {N_BIG}"
     suites_table = out.split('class="num suites-table"')[1].split("</table>")[0]
     for name in ("golden", "toolforge", "when2call", "all"):
@@ -676,10 +687,11 @@ def test_browser_interaction(tmp_path: Path, big_page: tuple[Path, list[CaseResu
     text = html.unescape(out.split('<pre id="log">')[1].split("</pre>")[0])
     log = dict(line.split("=", 1) for line in text.splitlines())
     assert "error" not in log, log["error"]
-    assert log["next"] == f"101–200 of {N_BIG} case-00100 #page=2"
-    matching = [r.case_id for r in results[:100]]  # the search ignores case
-    assert log["search"] == f"1–100 of 100 (filtered from {N_BIG}) " + ",".join(matching)
-    assert log["open"] == f"1 true #q=CASE-000&open={quote(results[0].nodeid, safe='')}"
+    assert log["next"] == f"101–200 of {N_BIG} {shown(results)[100].case_id} #page=2"
+    matching = shown(results[:100])  # the search ignores case; failures first
+    ids = ",".join(r.case_id for r in matching)
+    assert log["search"] == f"1–100 of 100 (filtered from {N_BIG}) " + ids
+    assert log["open"] == f"1 true #q=CASE-000&open={quote(matching[0].nodeid, safe='')}"
     assert log["closed"] == "0"
     by_time = sorted(range(100), key=lambda i: (-round(results[i].duration_ms, 1), i))
     assert log["sorted"] == ",".join(map(str, by_time))
@@ -775,3 +787,135 @@ def test_browser_gates(tmp_path: Path, small: tuple[dict[str, Any], list[CaseRes
     assert [row[:6] for row in shown["rows"]] == GATE_ROWS
     assert all(row[6] for row in shown["rows"])  # every gate says why
     assert shown["shown"] == [True] * len(GATE_ROWS)
+
+
+# -- what a reader looks for first -----------------------------------------------------------
+
+SYSTEM = "You are the travel desk's assistant. " * 60  # a long system prompt, in every case
+TOOL_SCHEMA = json.dumps({"name": "get_weather", "parameters": {"city": "string " * 300}})
+
+
+def rich_results(n: int) -> list[CaseResult]:
+    """``n`` agent cases as a real run keeps them: the same system prompt and tool schema in
+    each, a tool call with one of a few results, a transcript, an expectation."""
+    out = []
+    for i in range(n):
+        result = json.dumps({"city": f"city-{i % 10}", "forecast": ["cloudy"] * 80})
+        out.append(
+            CaseResult(
+                case_id=f"trip-{i:05d}", suite="golden", file="evals/trips.golden.json",
+                line=i + 1, nodeid=f"evals/trips.golden.json::trip-{i:05d}",
+                outcome="passed" if i % 4 else "failed", passed=bool(i % 4),
+                error=None if i % 4 else f"exact_match: expected 'city-{i}', got 'cloudy'",
+                response=f"The forecast for city-{i % 10} is cloudy all week ({i}).",
+                duration_ms=12.5, scores={"exact_match": float(bool(i % 4))},
+                input=[{"role": "system", "content": SYSTEM},
+                       {"role": "user", "content": f"Weather for trip {i}?"}],
+                expected={"expected_output": f"city-{i}", "tools_called": ["get_weather"]},
+                transcript=[{"role": "assistant", "tool_calls": [
+                                {"name": "get_weather", "arguments": {"city": f"city-{i % 10}"}}]},
+                            {"role": "tool", "name": "get_weather", "content": result}],
+                tool_calls=[ToolCallRecord(name="get_weather", params={"city": f"city-{i % 10}"},
+                                           result=result, source="fixture")],
+                details={"tools": TOOL_SCHEMA},
+                usage=Usage(prompt_tokens=900, completion_tokens=40, total_tokens=940),
+            )
+        )  # fmt: skip
+    return out
+
+
+N_HUGE = 20_000
+
+
+@pytest.fixture(scope="module")
+def huge_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 20,000-case page of agent cases; each repeated text is stored once."""
+    path = tmp_path_factory.mktemp("huge") / "report.html"
+    results = rich_results(N_HUGE)
+    path.write_text(render_html(make_report(results), results), encoding="utf-8")
+    return path
+
+
+def test_a_20000_case_page_stays_under_20_mb(huge_page: Path) -> None:
+    size = huge_page.stat().st_size
+    print(f"report.html for {N_HUGE} agent cases: {size} bytes ({size / 2**20:.2f} MiB)")
+    assert size < 20 * 2**20
+    block = json.loads(data_block(huge_page.read_text(encoding="utf-8")))
+    prompts = [i for i, text in enumerate(block["strings"]) if text.startswith(SYSTEM[:200])]
+    assert len(prompts) == 1  # the system prompt once, not 20,000 times
+    assert all(case["input"][0]["content"] == prompts[0] for case in block["cases"])
+
+
+@browser
+def test_browser_a_huge_page_renders_a_detail_when_opened(tmp_path: Path, huge_page: Path) -> None:
+    out = dom(tmp_path, huge_page)
+    assert pager(out) == f"1–100 of {N_HUGE}" and '<tr class="case-detail"' not in out
+    opened = huge_page.as_uri() + "#open=evals/trips.golden.json::trip-00005"
+    out = without_data(chromium(tmp_path, opened, "--dump-dom"))
+    (detail,) = re.findall(r'<tr class="case-detail">.*?</tr>', out, re.DOTALL)
+    text = html.unescape(detail)
+    assert SYSTEM[:200] in text  # the shared text is put back
+    assert '"forecast": [' in text and "Weather for trip 5?" in text
+
+
+OTHER = "evals/other.golden.json"
+
+
+def header_page() -> tuple[dict[str, Any], list[CaseResult]]:
+    """Two same-named cases from two files, an expected miss, a failure, passes."""
+    base = make_results(10)
+    results = [
+        base[0].model_copy(update={"outcome": "passed", "passed": True, "error": None}),
+        base[0].model_copy(
+            update={"file": OTHER, "nodeid": f"{OTHER}::case-00000", "outcome": "passed",
+                    "passed": True, "error": None}
+        ),
+        base[3].model_copy(update={"suite": "golden", "outcome": "failed", "passed": False,
+                                   "xfailed": True, "error": "a known miss"}),
+        base[4].model_copy(update={"suite": "golden", "outcome": "failed", "passed": False,
+                                   "error": "a real miss"}),
+    ]  # fmt: skip
+    report = make_report(results)
+    report["runners"] = {"abc": {"type": "openai", "model": "gpt-4o-mini"}}
+    report["totals"]["cost_usd"] = 0.0123
+    return report, results
+
+
+def test_the_header_shows_the_run_and_each_suites_headline() -> None:
+    report, results = header_page()
+    facts = RunFacts(started="2026-11-26T11:24:05+00:00", duration_s=83.4, runner="openai")
+    page = without_data(render_html(report, results, facts=facts))
+    shown_facts = dict(re.findall(r'data-fact="([^"]+)"><dt>[^<]*</dt><dd[^>]*>([^<]*)</dd>', page))
+    assert shown_facts == {
+        "runner": "openai: gpt-4o-mini", "date": "2026-11-26 11:24 UTC",
+        "plugin": report["plugin_version"], "tokens": "600", "cost": "$0.0123",
+        "duration": "1 min 23 s", "verdict": "failed",
+    }  # fmt: skip
+    row = re.search(r'<tr class="headline-row" data-suite="golden">(.*?)</tr>', page)
+    assert row is not None  # 2 of 4 judged passed: 50.0% with its Wilson interval
+    assert '<span class="headline">pass rate 50.0% [15.0-85.0]</span>' in row.group(1)
+    # with no prices there is no cost; an expected miss alone does not fail the run
+    del report["totals"]["cost_usd"]
+    results = [r for r in results if r.error != "a real miss"]
+    page = render_html(report, results, facts=facts)
+    assert 'data-fact="cost"' not in page
+    assert '<dd class="verdict passed">passed</dd>' in page
+
+
+@browser
+def test_browser_expected_misses_files_and_failures_first(tmp_path: Path) -> None:
+    report, results = header_page()
+    path = tmp_path / "report.html"
+    path.write_text(render_html(report, results), encoding="utf-8")
+    out = dom(tmp_path, path)
+    rows = re.findall(r'<tr class="case-row".*?</tr>', out, re.DOTALL)
+    cells = [re.findall(r"<td[^>]*>(?:<span[^>]*>)?([^<]*)", row)[1:3] for row in rows]
+    assert cells == [
+        ["case-00004", "evals/toolforge.jsonl"],  # the failure first
+        ["case-00003", "evals/golden.jsonl"],  # the expected miss after it
+        ["case-00000", "evals/golden.jsonl"],  # two cases of one name, told apart by file
+        ["case-00000", "evals/other.golden.json"],
+    ]
+    badges = [re.findall(r'<span class="badge ([^"]+)">([^<]*)', row)[0] for row in rows]
+    assert badges == [("failed", "failed"), ("xfailed", "expected miss"),
+                      ("passed", "passed"), ("passed", "passed")]  # fmt: skip

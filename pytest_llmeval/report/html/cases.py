@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pytest_llmeval.core.clip import clip
@@ -106,6 +107,8 @@ def case_row(result: CaseResult, limit: int) -> dict[str, Any]:
         "ms": _ms_value(result.duration_ms),
         "line": result.line,
     }
+    if result.xfailed:
+        row["xfail"] = 1
     if result.nodeid.split("::", 1)[0] != result.file:  # the page reads it off the node id
         row["file"] = result.file
     if result.category is not None:
@@ -156,15 +159,84 @@ def _script_safe(text: str) -> str:
     )
 
 
-def cases_json_pieces(results: Iterable[CaseResult], max_chars: int) -> Iterator[str]:
-    """The data block's text (``{"version": 1, "max_chars": N, "cases": [...]}``) in pieces:
-    the head, then each case's row (after a comma), then the end. A row is built, encoded and
-    made safe inside ``<script>`` only when it is asked for, so a page written piece by piece
-    holds one row at a time, not the block (at 100,000 cases the block is tens of MB, and a
-    page built whole held it several times over)."""
-    head = _COMPACT.encode({"version": 1, "max_chars": max_chars})
+TEXT_KEYS = frozenset(
+    {"error", "expected", "response", "details", "content", "args", "result", "args_error"}
+)
+"""The row keys whose texts may be shared: a text met more than once is stored once."""
+MIN_SHARED = 48
+"""Shorter texts stay in their rows: a reference would save too little."""
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """The shareable texts of a row, at any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in TEXT_KEYS and isinstance(item, str):
+                if len(item) >= MIN_SHARED:
+                    yield item
+            else:
+                yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _shared(value: Any, repeated: set[bytes], index: dict[bytes, int], table: list[str]) -> Any:
+    """``value`` with each repeated text replaced by its number in ``table`` (added on its
+    first sight)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in TEXT_KEYS and isinstance(item, str) and len(item) >= MIN_SHARED:
+                digest = _digest(item)
+                if digest in repeated:
+                    if digest not in index:
+                        index[digest] = len(table)
+                        table.append(item)
+                    item = index[digest]
+                out[key] = item
+            else:
+                out[key] = _shared(item, repeated, index, table)
+        return out
+    if isinstance(value, list):
+        return [_shared(item, repeated, index, table) for item in value]
+    return value
+
+
+def cases_json_pieces(results: Sequence[CaseResult], max_chars: int) -> Iterator[str]:
+    """The data block's text (``{"version": 2, "max_chars": N, "cases": [...], "strings":
+    [...]}``) in pieces: the head, then each case's row (after a comma), then each shared text,
+    then the end. A row is built, encoded and made safe inside ``<script>`` only when it is
+    asked for, so a page written piece by piece holds one row at a time, not the block (at
+    100,000 cases the block is tens of MB, and a page built whole held it several times over).
+
+    A long text met in more than one place (a system prompt in every case's input and
+    transcript, a tool's schema, the same tool result) is written once, in ``strings``, and a
+    row holds its number there instead (under the keys of :data:`TEXT_KEYS`); the page's
+    script puts the text back when the case is shown. A first pass over the rows counts the
+    texts by a digest, so only the repeated ones are kept in memory.
+    """
+    seen: set[bytes] = set()
+    repeated: set[bytes] = set()
+    for result in results:
+        for text in _texts(case_row(result, max_chars)):
+            digest = _digest(text)
+            (repeated if digest in seen else seen).add(digest)
+    seen.clear()
+    index: dict[bytes, int] = {}
+    table: list[str] = []
+    head = _COMPACT.encode({"version": 2, "max_chars": max_chars})
     yield _script_safe(f'{head[:-1]},"cases":[')
     for i, result in enumerate(results):
-        row = _script_safe(_COMPACT.encode(case_row(result, max_chars)))
-        yield row if i == 0 else "," + row
+        row = _shared(case_row(result, max_chars), repeated, index, table)
+        text = _script_safe(_COMPACT.encode(row))
+        yield text if i == 0 else "," + text
+    yield '],"strings":['
+    for i, text in enumerate(table):
+        encoded = _script_safe(_COMPACT.encode(text))
+        yield encoded if i == 0 else "," + encoded
     yield "]}"

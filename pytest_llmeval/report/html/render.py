@@ -22,6 +22,7 @@ from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
 from pytest_llmeval.report.html.error_rows import error_rows
+from pytest_llmeval.report.html.header import RunFacts, run_facts, suite_headlines
 from pytest_llmeval.report.html.latency import latency
 from pytest_llmeval.rundir.models import Interrupted
 from pytest_llmeval.suites.base import base_totals
@@ -112,9 +113,10 @@ def render_html(
     *,
     title: str = "pytest-llmeval report",
     max_chars: int = MAX_CHARS,
+    facts: RunFacts | None = None,
 ) -> str:
     """The whole ``report.html`` as one text: :func:`html_pieces` joined."""
-    return "".join(html_pieces(report, results, title=title, max_chars=max_chars))
+    return "".join(html_pieces(report, results, title=title, max_chars=max_chars, facts=facts))
 
 
 def html_pieces(
@@ -123,6 +125,7 @@ def html_pieces(
     *,
     title: str = "pytest-llmeval report",
     max_chars: int = MAX_CHARS,
+    facts: RunFacts | None = None,
 ) -> Iterator[str]:
     """``report.html`` for a ``report.json`` body and its case results, in pieces to be
     written one after the other: the page up to the cases' data block, each case's row, the
@@ -136,7 +139,8 @@ def html_pieces(
     (``{labels, matrix}``, ``matrix[true][predicted]``), ``suites.<name>.levels``
     (``{level1: {accuracy, correct, questions}, ...}``) and ``baseline`` (``{flips: {kind:
     [ids]}, mcnemar: {b, c, p_value}}``). Texts longer than ``max_chars`` are cut with a
-    ``… [clipped: N characters in all]`` marker.
+    ``… [clipped: N characters in all]`` marker. ``facts`` are what only the session knows
+    (start, duration, the runner asked for): the header shows them when given.
     """
     from markupsafe import Markup
 
@@ -172,6 +176,8 @@ def html_pieces(
             css=Markup(found.css),  # checked by assets()
             script=Markup(found.script),  # checked by assets()
             facts=data.facts(report),
+            header=run_facts(report, results, facts),
+            headlines=suite_headlines(report),
             nav=_nav(present, len(results)),
             overview=data.overview(suites, run),
             errors=errors,

@@ -4,6 +4,20 @@
   const $ = (id) => document.getElementById(id);
   const payload = JSON.parse($("llmeval-data").textContent);
   const cases = payload.cases;
+  /* a long text met in several cases is stored once, in payload.strings; a row holds its number */
+  const shared = payload.strings || [];
+  const TEXT_KEYS = new Set(["error", "expected", "response", "details", "content", "args",
+    "result", "args_error"]);
+  const T = (v) => (typeof v === "number" ? shared[v] : v);
+  function resolved(value) {
+    if (Array.isArray(value)) return value.map(resolved);
+    if (value === null || typeof value !== "object") return value;
+    const out = {};
+    for (const key of Object.keys(value)) {
+      out[key] = TEXT_KEYS.has(key) ? T(value[key]) : resolved(value[key]);
+    }
+    return out;
+  }
   const searchBox = $("case-search");
   const outcomeSel = $("case-outcome");
   const suiteSel = $("case-suite");
@@ -28,10 +42,18 @@
   function pretty(text) {
     try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
   }
+  function fileOf(c) { return c.file !== undefined ? c.file : c.nodeid.split("::")[0]; }
+  /* with no column sorted, failures come first: failed, error, expected misses, then the rest */
+  function rank(c) {
+    if (c.outcome === "failed" && !c.xfail) return 0;
+    if (c.outcome === "error") return 1;
+    if (c.xfail) return 2;
+    return c.outcome === "passed" ? 3 : 4;
+  }
   function haystack(i) {
     if (hay[i] === undefined) {
       const c = cases[i];
-      hay[i] = [c.id, c.nodeid, c.response || "", c.error || ""].join("\n").toLowerCase();
+      hay[i] = [c.id, c.nodeid, fileOf(c), T(c.response) || "", T(c.error) || ""].join("\n").toLowerCase();
     }
     return hay[i];
   }
@@ -97,12 +119,15 @@
       const key = state.sort;
       const sign = state.desc ? -1 : 1;
       out.sort((a, b) => {
-        const x = cases[a][key], y = cases[b][key];
+        const x = key === "file" ? fileOf(cases[a]) : cases[a][key];
+        const y = key === "file" ? fileOf(cases[b]) : cases[b][key];
         if (x === y) return a - b;
         if (x === undefined || x === null) return 1;
         if (y === undefined || y === null) return -1;
         return (x < y ? -1 : 1) * sign;
       });
+    } else {
+      out.sort((a, b) => rank(cases[a]) - rank(cases[b]) || a - b);
     }
     view = out;
     for (const th of document.querySelectorAll("th[data-sort]")) {
@@ -121,13 +146,16 @@
     const id = el("td", "case-id", c.id);
     id.title = c.nodeid;
     tr.appendChild(id);
+    tr.appendChild(el("td", "case-file", fileOf(c)));
     tr.appendChild(el("td", null, c.suite));
     tr.appendChild(el("td", null, c.cat === undefined ? "" : c.cat));
     const outcome = el("td");
-    outcome.appendChild(el("span", "badge " + c.outcome, c.outcome));
+    /* a miss a manifest expects (misses: xfail) does not fail the run: shown as expected */
+    if (c.xfail) outcome.appendChild(el("span", "badge xfailed", "expected miss"));
+    else outcome.appendChild(el("span", "badge " + c.outcome, c.outcome));
     tr.appendChild(outcome);
     tr.appendChild(el("td", "ms", ms(c.ms)));
-    const snippet = (c.error || c.response || "").slice(0, 240);
+    const snippet = (T(c.error) || T(c.response) || "").slice(0, 240);
     const last = el("td", c.error ? "snippet err" : "snippet", snippet);
     tr.appendChild(last);
     return tr;
@@ -171,12 +199,12 @@
   }
 
   function detailRow(i) {
-    const c = cases[i];
+    const c = resolved(cases[i]);
     const tr = el("tr", "case-detail");
     const td = el("td");
-    td.colSpan = 7;
+    td.colSpan = 8;
     const box = el("div", "transcript");
-    const file = c.file !== undefined ? c.file : c.nodeid.split("::")[0];
+    const file = fileOf(c);
     box.appendChild(el("div", "muted", c.nodeid + "  ·  " + file + ":" + c.line));
     if (c.error) block(box, "Error", c.error);
     if (c.input) messages(box, "Input", c.input);
@@ -243,7 +271,7 @@
     if (!view.length) {
       const tr = el("tr", "empty");
       const td = el("td", "muted", "No case matches.");
-      td.colSpan = 7;
+      td.colSpan = 8;
       tr.appendChild(td);
       frag.appendChild(tr);
     }

@@ -337,3 +337,34 @@ def test_misplaced_fallback_keys_are_one_clear_error(
     )
     assert message in result.stdout.str()
     assert result.ret != 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (ChatAnswer(content="", finish_reason="content_filter"), "content filter"),
+        (ChatAnswer(content=""), "the judge's reply was empty"),
+    ],
+    ids=["content filter", "empty"],
+)
+def test_a_judge_that_gave_no_answer_over_http_is_never_a_fallback(
+    w2c: pytest.Pytester, answer: ChatAnswer, problem: str
+) -> None:
+    write_jsonl(w2c, "data/rows.jsonl", _rows(95, 99))
+    (w2c.path / "j.llmeval.yaml").write_text(
+        MANIFEST + "protocol: judge\njudge_fallback: cannot_answer\n"
+    )
+    with (
+        OpenAIServer(lambda body: "Sorry, I cannot do that.") as model,
+        OpenAIServer(lambda body: answer) as judge,
+    ):
+        result = w2c.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-base-url", model.base_url,
+            "--llmeval-model", "test-model", "--llmeval-judge-runner", "openai",
+            "--llmeval-judge-base-url", judge.base_url, "--llmeval-deterministic", "yes",
+            "--llmeval-run-dir", "run", "-p", "no:cacheprovider",
+        )  # fmt: skip
+    assert result.ret != 0
+    result.assert_outcomes(errors=4)
+    assert problem in result.stdout.str()
+    assert {a["stage"] for a in read_jsonl(_run(w2c) / "audit.jsonl")} == {"judge_error"}

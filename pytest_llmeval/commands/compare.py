@@ -6,9 +6,10 @@ root (``.llmeval/runs``), ``latest`` included. The tables and statistics are
 :mod:`pytest_llmeval.report.compare`'s.
 
 It never writes over a file it did not make: an existing ``compare.md`` or ``compare.html``
-without the mark ``compare`` writes into its files is refused, and so is a run dir as
-``DIR`` (a run dir holds only what its session wrote). Exit status: 0 when both files were
-written; 2 when a run cannot be read or the files cannot be written (nothing is written then).
+without the mark ``compare`` writes into its files is refused, and so is a run dir, or any
+folder inside one, as ``DIR`` (a run dir holds only what its session wrote). Exit status: 0
+when both files were written; 2 when a run cannot be read or the files cannot be written
+(nothing is written then).
 """
 
 from __future__ import annotations
@@ -127,9 +128,11 @@ def _check_out(out: Path) -> None:
     """Refuse an output that is not ours to write, before anything is read or written."""
     if out.exists() and not out.is_dir():
         raise CompareError(f"--out {out}: is a file; give a folder")
-    if out.is_dir() and is_run_dir(out):
+    run_dir = _run_dir_around(out)
+    if run_dir is not None:
+        where = "is a run dir" if run_dir == out.resolve() else f"is inside the run dir {run_dir}"
         raise CompareError(
-            f"--out {out}: is a run dir (it holds only what its session wrote); give another folder"
+            f"--out {out}: {where} (it holds only what its session wrote); give another folder"
         )
     for name in FILES:
         target = out / name
@@ -138,6 +141,19 @@ def _check_out(out: Path) -> None:
                 f"{target}: exists and was not written by compare; not writing over it (give "
                 "--out another folder, or move the file)"
             )
+
+
+def _run_dir_around(out: Path) -> Path | None:
+    """The run dir ``out`` is, or is inside (``RUN/journal``, a folder not made yet under a
+    run dir), links followed; else ``None``."""
+    try:
+        place = out.resolve()
+    except OSError:
+        place = out.absolute()
+    for folder in (place, *place.parents):
+        if folder.is_dir() and is_run_dir(folder):
+            return folder
+    return None
 
 
 def _ours(path: Path) -> bool:

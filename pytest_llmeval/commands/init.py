@@ -8,7 +8,11 @@ model, and, shared by every suite, a ``conftest.py`` that defines and registers 
 a ``pytest.ini`` that makes the folder its own pytest root, so that ``pytest DIR`` from the
 project's root replays the cassettes offline and exits 0 before anything is connected.
 
-It never writes over a file: one that exists is left as it is and listed as skipped. The
+It never writes over a file: one that exists is left as it is and listed as skipped. It never
+writes through a symbolic link to a folder inside DIR (``DIR/cassettes -> /elsewhere``): what
+would land there is listed as not written, with the link named, and ``init`` exits 1, as it
+does when a file cannot be written (a dangling link where a folder goes); it goes on with the
+other files and lists what it wrote. The
 templates' cassettes are recorded from the template model through the real record path by
 ``tests/commands/test_init.py``, which also checks that they are what the model answers, so the
 two cannot drift.
@@ -78,6 +82,9 @@ class InitResult(BaseModel):
     """The files written, relative to :attr:`directory`."""
     skipped: tuple[PurePosixPath, ...]
     """The files that existed and were left as they are, relative to :attr:`directory`."""
+    refused: tuple[tuple[PurePosixPath, str], ...] = ()
+    """The files not written and why (a symbolic link on the way, a folder that cannot be
+    made), relative to :attr:`directory`; any makes ``init`` exit 1."""
 
 
 def parse_suites(values: Sequence[str]) -> tuple[str, ...]:
@@ -124,19 +131,44 @@ def init(directory: Path, suites: Sequence[str]) -> InitResult:
                 raise InitError(f"{place} is a file, not a folder: name another DIR")
     written: list[PurePosixPath] = []
     skipped: list[PurePosixPath] = []
+    refused: list[tuple[PurePosixPath, str]] = []
     for rel, content in planned.items():
         target = directory / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        link = _linked_folder(directory, rel)
+        if link is not None:
+            refused.append((rel, f"{directory / link} is a symbolic link: not written through"))
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            refused.append((rel, f"cannot make {target.parent}: {exc.strerror or exc}"))
+            continue
         try:
             with target.open("xb") as out:  # exclusive: an existing file is never replaced
                 out.write(content)
         except FileExistsError:
             skipped.append(rel)
+        except OSError as exc:
+            refused.append((rel, f"cannot write {target}: {exc.strerror or exc}"))
         else:
             written.append(rel)
     return InitResult(
-        directory=directory, suites=tuple(suites), written=tuple(written), skipped=tuple(skipped)
+        directory=directory,
+        suites=tuple(suites),
+        written=tuple(written),
+        skipped=tuple(skipped),
+        refused=tuple(refused),
     )
+
+
+def _linked_folder(directory: Path, rel: PurePosixPath) -> PurePosixPath | None:
+    """The first folder on ``rel``'s way inside ``directory`` that is a symbolic link (a
+    dangling one included), else ``None``: ``init`` writes inside DIR only."""
+    for depth in range(1, len(rel.parts)):
+        part = PurePosixPath(*rel.parts[:depth])
+        if (directory / part).is_symlink():
+            return part
+    return None
 
 
 def report_lines(result: InitResult) -> list[str]:
@@ -147,6 +179,9 @@ def report_lines(result: InitResult) -> list[str]:
     if result.skipped:
         lines.append(f"skipped {len(result.skipped)} existing file(s), left as they are:")
         lines += [f"  {result.directory / rel}" for rel in result.skipped]
+    if result.refused:
+        lines.append(f"not written {len(result.refused)} file(s):")
+        lines += [f"  {result.directory / rel}: {why}" for rel, why in result.refused]
     if INI in result.skipped:
         lines.append(f"  ({result.directory / INI} was yours: it needs {', '.join(INI_KEYS)})")
     lines += [
@@ -184,8 +219,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(options: argparse.Namespace) -> int:
-    """Run ``init`` for parsed ``options``: 0 when done (files skipped included), 2 with one
-    line on stderr when it could not start or write."""
+    """Run ``init`` for parsed ``options``: 0 when done (files skipped included), 1 when some
+    file was not written (listed, with one line on stderr), 2 with one line on stderr when it
+    could not start."""
     try:
         result = init(options.directory, parse_suites(options.suite))
     except InitError as exc:
@@ -196,4 +232,11 @@ def run(options: argparse.Namespace) -> int:
         return 2
     for line in report_lines(result):
         print(line)
+    if result.refused:
+        print(
+            f"{_PROG}: {len(result.refused)} file(s) not written (listed above): "
+            f"{result.refused[0][1]}",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -13,11 +13,16 @@ The ladder, for every judged answer:
    the task has a fallback verdict (a manifest's ``judge_fallback``): it is then applied, and
    audited with the verdict it applied.
 
-A reply cut off by the token limit (``finish_reason == "length"``) is an error at once, and a
-judge that cannot be reached is an error: neither is ever a fallback. Every repair, fallback
-and error is an ``audit`` event of the case (``audit.jsonl`` in the run dir): the stage, the
-replies, the problem. That includes a judge whose backend is down, refuses or times out
-(``judge_error``, the problem naming the error), whatever the verdict's stage.
+A reply that is no answer is an error at once, never a fallback: one cut off by the token limit
+(``finish_reason == "length"``), withheld by a content filter (``content_filter``) or ended by
+any other reason that is not a finished reply (:data:`ANSWERED`). An empty reply gets the
+repair turn, but a judge whose last reply is still empty is an error too, and so is a judge
+that cannot be reached. A fallback labels only a reply that was there but unreadable.
+
+Every repair, fallback and error is an ``audit`` event of the case (``audit.jsonl`` in the
+run dir): the stage, the replies, the problem. That includes a judge whose backend is down,
+refuses or times out (``judge_error``, the problem naming the error), whatever the verdict's
+stage.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ from pytest_llmeval.runners.base import GenerateRequest
 from pytest_llmeval.scoring import judge_verdict as rules
 
 AUDIT_REPLY_CHARS = 4000
+
+ANSWERED = frozenset({"stop", "tool_calls", "function_call", "end_turn", "stop_sequence", "eos"})
+"""The finish reasons of a reply the judge finished (``None``: the runner does not say). Any
+other (``length``, ``content_filter``, a provider's own) means the judge gave no answer."""
 
 
 class JudgeError(RunnerError):
@@ -72,16 +81,26 @@ class Judge:
         usage = Usage()
         replies: list[str] = []
         problems: list[str] = []
-        cut = False
+        unanswered = False
         for attempt in range(2):
             completion = await self._ask(GenerateRequest(messages=messages, params=params), replies)
             usage = usage + completion.usage
             reply = completion.text or _tool_arguments(completion)
             replies.append(reply)
-            if completion.finish_reason == "length":
-                problems.append("the reply was cut off by the token limit")
-                cut = True
+            no_answer = _no_answer(completion.finish_reason)
+            if no_answer is not None:
+                problems.append(no_answer)
+                unanswered = True
                 break
+            unanswered = not reply.strip()
+            if unanswered:
+                problems.append("the judge's reply was empty")
+                messages = [
+                    *messages,
+                    Message(role="assistant", content=reply),
+                    Message(role="user", content=rules.REPAIR.format(problem=problems[-1])),
+                ]
+                continue
             value = rules.extract_verdict(reply)
             problem = rules.validate(value, verdict_schema)
             if problem is None:
@@ -101,7 +120,7 @@ class Judge:
                 Message(role="user", content=rules.REPAIR.format(problem=problem)),
             ]
         problem = problems[-1]
-        if task.fallback is not None and not cut:
+        if task.fallback is not None and not unanswered:
             audit("fallback", replies, problem, verdict=dict(task.fallback))
             return Judgement(
                 verdict=dict(task.fallback),
@@ -134,6 +153,18 @@ def audit(stage: str, replies: list[str], problem: str, **more: Any) -> None:
     ``more``: what else the stage records (the verdict a fallback applied)."""
     shown = [clip(r, AUDIT_REPLY_CHARS) for r in replies]
     emit("audit", stage=stage, replies=shown, problem=problem, **more)
+
+
+def _no_answer(finish_reason: str | None) -> str | None:
+    """The problem of a reply ended by ``finish_reason`` when that means no answer, else
+    ``None``."""
+    if finish_reason is None or finish_reason in ANSWERED:
+        return None
+    if finish_reason == "length":
+        return "the reply was cut off by the token limit"
+    if finish_reason == "content_filter":
+        return "the reply was withheld by the judge's content filter (finish_reason content_filter)"
+    return f"the judge gave no answer (finish_reason {clip(finish_reason, 80)})"
 
 
 def _tool_arguments(completion: Any) -> str:

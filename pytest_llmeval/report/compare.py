@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.report.baseline.compare import diff
 from pytest_llmeval.report.baseline.file import Baseline, BaselineCase, subset_of
@@ -49,6 +50,9 @@ __all__ = [
 
 MAX_MARKDOWN_ROWS = 50
 """Case rows ``compare.md`` shows (``compare.html`` shows them all)."""
+MAX_ID_CHARS = 200
+"""A case id (or run dir name) longer than this is clipped in ``compare.md``
+(:func:`~pytest_llmeval.core.clip.clip`); ``compare.html`` keeps it whole."""
 
 MARKER = "written by python -m pytest_llmeval compare"
 """In every file ``compare`` writes: it replaces only files that carry it."""
@@ -317,7 +321,7 @@ def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) 
     for run in runs:
         verdict = run.verdict + (f" (interrupted: {run.interrupted})" if run.interrupted else "")
         out.append(
-            f"| {run.key} | {md_cell(md_code(run.name))} | {run.started} | "
+            f"| {run.key} | {md_cell(md_code(clip(run.name, MAX_ID_CHARS)))} | {run.started} | "
             f"{md_cell(md_plain(run.runner))} | {run.cases} | {md_cell(md_plain(verdict))} |"
         )
     out += ["", "## Suites", "", "| suite | metric | " + " | ".join(keys) + " |",
@@ -347,7 +351,7 @@ def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) 
     for row in comparison.cases[:max_rows]:
         mark = "**≠** " if row.differs else ""
         cells = " | ".join(outcome_text(cell) for cell in row.cells)
-        out.append(f"| {mark}{md_cell(md_code(row.nodeid))} | {cells} |")
+        out.append(f"| {mark}{md_cell(md_code(clip(row.nodeid, MAX_ID_CHARS)))} | {cells} |")
     omitted = len(comparison.cases) - max_rows
     if omitted > 0:
         out += ["", f"{omitted} more case rows are in compare.html."]

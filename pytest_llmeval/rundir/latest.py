@@ -6,17 +6,22 @@ where links cannot be made, a small text file holding the run dir's name (one li
 pointer is made under a temporary name and renamed over the old one, so a reader sees the old
 pointer or the new one, never none.
 
-``latest`` is replaced only when it is one of ours: a link or a small file naming a single
-folder beside it. A user's own ``latest`` (a folder, a link elsewhere, any other file) is left
-as it is, and the session says so. :func:`resolve_latest` reads either form back.
+``latest`` is replaced only when it is one of ours: a link or a small one-line file naming a
+tagged run dir beside it (one holding the ``.llmeval-run`` tag), or a name in the run-dir
+stamp form (``<YYYYMMDDTHHMMSSZ>_<hex>``) that is gone (a run dir deleted since). A user's
+own ``latest`` (a folder, a link elsewhere, a note of one line, any other file) is left as it
+is, and the session says so. :func:`resolve_latest` reads either form back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from pathlib import Path
+
+from pytest_llmeval.rundir.layout import RunLayout
 
 __all__ = ["LATEST", "is_ours", "point_latest", "resolve_latest"]
 
@@ -25,6 +30,9 @@ LATEST = "latest"
 
 _MAX_POINTER_BYTES = 512
 """A text pointer holds one folder name; anything larger is not ours."""
+
+_RUN_DIR_NAME = re.compile(r"\d{8}T\d{6}Z_[0-9a-f]+")
+"""The stamp of a run dir this plugin names itself (``rundir.files``)."""
 
 
 def point_latest(output_root: Path, run_dir: Path) -> str | None:
@@ -60,11 +68,10 @@ def point_latest(output_root: Path, run_dir: Path) -> str | None:
 
 
 def is_ours(pointer: Path) -> bool:
-    """Whether ``pointer`` is missing or a pointer :func:`point_latest` made: a link to one
-    name beside it, or a small regular file holding one name (it may name a run dir deleted
-    since)."""
+    """Whether ``pointer`` is missing or a pointer :func:`point_latest` made: a link, or a
+    small regular file holding one line, naming a run dir beside it (see :func:`_names_a_run`)."""
     if pointer.is_symlink():
-        return _one_name(os.readlink(pointer))
+        return _names_a_run(pointer.parent, os.readlink(pointer))
     if not pointer.exists():
         return True
     if not pointer.is_file():
@@ -75,7 +82,7 @@ def is_ours(pointer: Path) -> bool:
         text = pointer.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return text.endswith("\n") and text.count("\n") == 1 and _one_name(text[:-1])
+    return text.endswith("\n") and text.count("\n") == 1 and _names_a_run(pointer.parent, text[:-1])
 
 
 def resolve_latest(pointer: Path) -> Path | None:
@@ -85,6 +92,18 @@ def resolve_latest(pointer: Path) -> Path | None:
     if pointer.is_symlink():
         return pointer.parent / os.readlink(pointer)
     return pointer.parent / pointer.read_text(encoding="utf-8").strip()
+
+
+def _names_a_run(root: Path, name: str) -> bool:
+    """Whether ``name`` is a run dir beside the pointer: a folder there holding the run-dir
+    tag, or, when nothing of that name is there (a run dir deleted since), a name in the
+    run-dir stamp form. A user's own one-word note or link to a folder of theirs is neither."""
+    if not _one_name(name):
+        return False
+    target = root / name
+    if target.is_symlink() or target.exists():
+        return target.is_dir() and not target.is_symlink() and RunLayout(target).tag.is_file()
+    return _RUN_DIR_NAME.fullmatch(name) is not None
 
 
 def _one_name(text: str) -> bool:

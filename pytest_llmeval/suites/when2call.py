@@ -93,7 +93,7 @@ from pytest_llmeval.suites.when2call_prompts import (
     build_prompt,
     tool_call_option,
 )
-from pytest_llmeval.suites.when2call_routing import route
+from pytest_llmeval.suites.when2call_routing import model_stem, route
 from pytest_llmeval.suites.when2call_scoring import score_judged, score_loglik, score_string
 
 Protocol = Literal["mcq-loglik", "mcq-string", "judge"]
@@ -190,7 +190,7 @@ def read_options(
     if options.loglik_fallback is not None and options.protocol != "mcq-loglik":
         raise _option_error(source, "loglik_fallback", "applies to protocol: mcq-loglik only")
     if options.prompt_format == "auto":
-        if not model:
+        if not model or not model_stem(model):
             raise _option_error(
                 source,
                 "prompt_format",

@@ -7,6 +7,10 @@ From the scored cases (an error case has no prediction and is counted in ``error
 * ``fallbacks``: ``judge`` (judge replies left unreadable, labelled by ``judge_fallback``) and
   ``mcq_string`` (questions whose scores were not all finite, asked in chat by
   ``loglik_fallback``), so a gate ``when2call.fallbacks.mcq_string <= 0`` can bound them;
+* ``judge_unread_files`` and the suite's own gate ``when2call.judge_unread_files == 0``, only
+  when ``judge_fallback`` labelled some case: the files whose every judged case fell back (the
+  judge never answered one readably, so every label is the fallback's, not a judgement). Such a
+  run fails whatever other gates say;
 * ``acc``, ``acc_norm``, ``acc_bytes``, ``acc_tokens``, each with ``_stderr`` as lm-eval
   computes it (``acc``/``acc_norm`` are lm-eval's; the other two are this project's
   extensions; ``null`` under mcq-string, which has one pick);
@@ -154,6 +158,8 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
         },
         unparsed=sum(1 for d in rows if d.get("unparsed")),
     )
+    if out["fallbacks"]["judge"]:
+        out.update(_unread_gate(scored))
     repeated = [d for d in rows if d.get("repeat_labels")]
     if repeated:
         block = stability(
@@ -161,6 +167,34 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
         )
         out["stability"] = {k: _round(v) for k, v in block.items()}
     return out
+
+
+def _unread_gate(scored: Sequence[CaseResult]) -> dict[str, Any]:
+    """``judge_unread_files`` and its gate: the files whose every judged case was labelled by
+    ``judge_fallback`` (none readable), which fail the run."""
+    by_file: dict[str, list[bool]] = {}
+    for result in scored:
+        if result.details.get("protocol") == "judge":
+            by_file.setdefault(result.file, []).append(result.details.get("fallback") == "judge")
+    unread = sorted(name for name, fell in by_file.items() if fell and all(fell))
+    if unread:
+        message = (
+            f"the judge answered no case readably in {len(unread)} file(s): every judged case "
+            f"was labelled by judge_fallback ({', '.join(unread[:5])}"
+            + (", ..." if len(unread) > 5 else "")
+            + ")"
+        )
+    else:
+        message = "the judge answered some case of every file readably"
+    gate = {
+        "metric": "judge_unread_files",
+        "kind": "zero",
+        "value": len(unread),
+        "threshold": 0,
+        "status": "fail" if unread else "pass",
+        "message": message,
+    }
+    return {"judge_unread_files": len(unread), "gates": {"judge_unread_files": gate}}
 
 
 def _pct(value: float | None) -> str:

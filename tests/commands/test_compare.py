@@ -147,6 +147,12 @@ def test_compare_refuses_what_it_cannot_read_or_may_not_write(pytester: pytest.P
                                  "mine/compare.md: exists and was not written by compare"),
         "a run dir as --out": ([str(first), str(second), "--out", str(second)],
                                "is a run dir (it holds only what its session wrote)"),
+        "a folder of a run dir as --out": (
+            [str(first), str(second), "--out", str(second / "journal")],
+            f"is inside the run dir {second.resolve()} (it holds only what its session wrote)"),
+        "a new folder under a run dir as --out": (
+            [str(first), str(second), "--out", str(second / "new" / "sub")],
+            "is inside the run dir"),
     }  # fmt: skip
     for what, (args, message) in cases.items():
         done = command(pytester.path, "compare", *args)
@@ -160,6 +166,33 @@ def test_compare_refuses_what_it_cannot_read_or_may_not_write(pytester: pytest.P
     assert (pytester.path / "mine" / "compare.md").read_text() == "my notes\n"
     assert not (pytester.path / "mine" / "compare.html").exists()
     assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
+    assert sorted(p.name for p in (second / "journal").rglob("*")) == sorted(
+        p.name for p in (first / "journal").rglob("*")
+    )
+
+
+def test_case_ids_with_backticks_stay_code_and_long_ones_are_clipped(
+    pytester: pytest.Pytester,
+) -> None:
+    """A backtick cannot close a case id's code span early, and a very long id is clipped in
+    compare.md (whole in compare.html)."""
+    long_id = "L" * 20_000
+    rows = [
+        {"id": "a`b``c", "input": "x", "expected_output": "x"},
+        {"id": "`edge`", "input": "y", "expected_output": "y"},
+        {"id": long_id, "input": "z", "expected_output": "z"},
+    ]
+    first = session(pytester, rows, "--llmeval-runner", "echo")
+    second = session(pytester, rows, "--llmeval-runner", "echo")
+    done = command(pytester.path, "compare", str(first), str(second), "--out", "out")
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    md = (pytester.path / "out" / "compare.md").read_text()
+    ids = sorted(row[0] for row in tables(md)["Cases"])
+    assert "```qa.golden.json::a`b``c```" in ids
+    assert "`` qa.golden.json::`edge` ``" in ids
+    assert len(md) < 5_000 and "characters in all]" in md
+    assert long_id in (pytester.path / "out" / "compare.html").read_text()
 
 
 # -- browser -----------------------------------------------------------------------------------

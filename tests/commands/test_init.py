@@ -250,3 +250,45 @@ def test_shipped_cassettes_are_what_the_template_model_records(tmp_path: Path, s
     }
     assert sorted(recorded) == sorted(shipped)
     assert recorded == shipped
+
+
+def test_a_symlinked_folder_inside_dir_is_never_written_through(tmp_path: Path) -> None:
+    """``DIR/cassettes -> elsewhere``: nothing lands outside DIR; what would have is listed
+    as not written with the link named, the rest is written, and the exit is 1."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "cassettes").symlink_to(elsewhere)
+    done = init(tmp_path, "ev")
+    assert done.returncode == 1, done.stderr
+    assert list(elsewhere.iterdir()) == []
+    cassettes = [rel for rel in template_files(["golden"]) if rel.parts[0] == "cassettes"]
+    assert f"not written {len(cassettes)} file(s):" in done.stdout
+    assert "ev/cassettes is a symbolic link: not written through" in done.stdout
+    assert "wrote ev/golden.llmeval.yaml" in done.stdout
+    assert (tmp_path / "ev" / "golden.llmeval.yaml").is_file()
+    assert len(done.stderr.splitlines()) == 1 and "not written" in done.stderr
+
+
+def test_a_dangling_link_where_a_folder_goes_is_named_and_the_rest_listed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "fixtures").symlink_to(tmp_path / "gone")
+    done = init(tmp_path, "ev")
+    assert done.returncode == 1
+    assert "ev/fixtures is a symbolic link: not written through" in done.stdout
+    assert "wrote ev/conftest.py" in done.stdout and "wrote ev/tools.json" in done.stdout
+    assert not (tmp_path / "gone").exists()
+    assert "File exists" not in done.stderr
+
+
+def test_a_folder_that_cannot_be_made_is_named_and_init_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "data").mkdir(mode=0o500)  # no writing into it
+    if os.access(tmp_path / "ev" / "data", os.W_OK):
+        pytest.skip("running as a user that writes anywhere")
+    done = init(tmp_path, "ev")
+    assert done.returncode == 1
+    assert "ev/data/golden.jsonl: cannot write" in done.stdout
+    assert "wrote ev/conftest.py" in done.stdout

@@ -66,6 +66,12 @@ class Judge:
             return Completion(text='{"scores": {"correctness": 7}}', usage=usage)
         if "answer-cut" in prompt:
             return Completion(text='{"scores": {"correct', finish_reason="length", usage=usage)
+        if "answer-filtered" in prompt:
+            return Completion(text="", finish_reason="content_filter", usage=usage)
+        if "answer-recited" in prompt:
+            return Completion(text="Error: blocked", finish_reason="recitation", usage=usage)
+        if "answer-empty" in prompt:
+            return Completion(text="  ", finish_reason="stop", usage=usage)
         raise RunnerError("judge down: connection refused", kind="connection")
 
 def pytest_llmeval_register_runners(registry):
@@ -190,6 +196,35 @@ def test_a_configured_fallback_verdict_is_applied_and_audited(pytester: pytest.P
     assert rows["twice"]["scores"]["rubric"] == 0.0
     (audit,) = read_jsonl(pytester.path / "run" / "audit.jsonl")
     assert (audit["sample_id"], audit["stage"]) == ("twice", "fallback")
+
+
+def test_a_judge_that_gave_no_answer_is_never_a_fallback(pytester: pytest.Pytester) -> None:
+    """A reply cut off, withheld by a content filter, ended for any other unfinished reason or
+    empty (after the repair turn too) stays the case's judge error under ``judge_fallback``:
+    the fallback labels an unreadable reply, not a judge that never answered."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(JUDGE_CONFTEST)
+    names = ("twice", "cut", "filtered", "recited", "empty")
+    write_json(pytester, "data/cases.json", _cases(*names))
+    fallback = {"scores": {"correctness": 0.0, "tone": 0.0}, "reason": "no verdict: fallback"}
+    (pytester.path / "j.llmeval.yaml").write_text(
+        "suite: golden\ndata: data/cases.json\njudge_fallback: " + json.dumps(fallback) + "\n"
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "scripted-judge",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, errors=4)
+    out = result.stdout.str()
+    assert "withheld by the judge's content filter (finish_reason content_filter)" in out
+    assert "the judge gave no answer (finish_reason recitation)" in out
+    assert "the judge's reply was empty (after 2 judge replies" in out
+    audit = {a["sample_id"]: a for a in read_jsonl(pytester.path / "run" / "audit.jsonl")}
+    assert {n: a["stage"] for n, a in audit.items()} == {
+        "twice": "fallback", "cut": "judge_error", "filtered": "judge_error",
+        "recited": "judge_error", "empty": "judge_error",
+    }  # fmt: skip
+    assert len(audit["filtered"]["replies"]) == 1  # no repair turn for a withheld reply
 
 
 def test_judge_calls_record_and_replay_under_their_own_fingerprint(

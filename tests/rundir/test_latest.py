@@ -16,6 +16,7 @@ def make_runs(root: Path, *names: str) -> list[Path]:
     out = []
     for name in names:
         (root / name).mkdir(parents=True)
+        (root / name / ".llmeval-run").write_text("")
         out.append(root / name)
     return out
 
@@ -55,8 +56,25 @@ def test_a_text_pointer_where_links_cannot_be_made(
         lambda p: p.write_text("../outside\n"),
         lambda p: p.mkdir(),
         lambda p: p.symlink_to("/somewhere/else"),
+        lambda p: p.write_text("keep-this-note\n"),
+        lambda p: p.symlink_to("notes"),
+        lambda p: (p.parent / "mine").mkdir() or p.symlink_to("mine"),
+        lambda p: (p.parent / "mine").mkdir() or p.write_text("mine\n"),
+        lambda p: (p.parent / "20260101T000000Z_b").mkdir() or p.write_text("20260101T000000Z_b\n"),
     ],
-    ids=["two lines", "no newline", "large", "a path", "folder", "absolute link"],
+    ids=[
+        "two lines",
+        "no newline",
+        "large",
+        "a path",
+        "folder",
+        "absolute link",
+        "a one-word note",
+        "a dangling link of the user's",
+        "a link to a folder of the user's",
+        "a text naming a folder of the user's",
+        "a stamp-named folder without the tag",
+    ],
 )
 def test_what_is_not_ours_is_left_alone(tmp_path: Path, make: object) -> None:
     (run,) = make_runs(tmp_path, "20260101T000000Z_a")
@@ -77,3 +95,17 @@ def test_a_run_dir_outside_the_root_is_not_pointed_at(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     assert point_latest(tmp_path / "root", run) is None
     assert not (tmp_path / "root" / "latest").exists()
+
+
+def test_a_pointer_at_a_deleted_run_dir_is_still_ours(tmp_path: Path) -> None:
+    """A run dir deleted since leaves a pointer naming nothing: ours when the name has the
+    run-dir stamp form, so the next run replaces it."""
+    (run,) = make_runs(tmp_path, "20260102T000000Z_b")
+    pointer = tmp_path / "latest"
+    pointer.symlink_to("20260101T000000Z_0a1b")
+    assert is_ours(pointer)
+    assert point_latest(tmp_path, run) is None
+    assert os.readlink(pointer) == run.name
+    pointer.unlink()
+    pointer.write_text("20260101T000000Z_0a1b\n")
+    assert point_latest(tmp_path, run) is None and resolve_latest(pointer) == run

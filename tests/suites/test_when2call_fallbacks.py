@@ -95,7 +95,7 @@ def test_judge_fallback_labels_cannot_answer_audits_counts_and_fails_the_gate(
 ) -> None:
     rows = _rows(95, 99)
     result = _judge_run(w2c, "protocol: judge\njudge_fallback: cannot_answer\n")
-    result.assert_outcomes(passed=4, failed=1)  # four gold cannot_answer; the gate fails
+    result.assert_outcomes(passed=4, failed=2)  # four gold cannot_answer; both gates fail
     details = _details(w2c)
     assert {d["pred"] for d in details.values()} == {"cannot_answer"}
     assert {d["fallback"] for d in details.values()} == {"judge"}
@@ -112,6 +112,62 @@ def test_judge_fallback_labels_cannot_answer_audits_counts_and_fails_the_gate(
     gates = _gates(w2c)
     assert gates["passed"] is False
     assert "fallbacks: judge 4" in result.stdout.str()
+    assert section["judge_unread_files"] == 1  # nothing readable at all: the suite's own gate
+    own = next(r for r in gates["results"] if r["gate"]["name"].startswith("when2call.judge_un"))
+    assert own["status"] == "failed" and "answered no case readably in 1 file(s)" in own["message"]
+
+
+def test_a_judge_that_never_answered_readably_fails_the_run_without_any_gate(
+    w2c: pytest.Pytester,
+) -> None:
+    """judge_fallback labelling every judged case of a file is no result: the suite's own gate
+    fails the run even when the user set no gate."""
+    write_jsonl(w2c, "data/rows.jsonl", _rows(95, 99))
+    (w2c.path / "j.llmeval.yaml").write_text(
+        MANIFEST + "protocol: judge\njudge_fallback: cannot_answer\n"
+    )
+    with (
+        OpenAIServer(lambda body: "Sorry, I cannot do that.") as model,
+        OpenAIServer(lambda body: "Error: upstream model unavailable") as judge,
+    ):
+        result = w2c.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-base-url", model.base_url,
+            "--llmeval-model", "test-model", "--llmeval-judge-runner", "openai",
+            "--llmeval-judge-base-url", judge.base_url, "--llmeval-deterministic", "yes",
+            "--llmeval-run-dir", "run", "-p", "no:cacheprovider",
+        )  # fmt: skip
+    assert result.ret != 0
+    result.assert_outcomes(passed=4, failed=1)
+    out = result.stdout.str()
+    assert "when2call.judge_unread_files" in out and "answered no case readably" in out
+
+
+def test_a_judge_readable_once_keeps_the_suites_gate_green(w2c: pytest.Pytester) -> None:
+    write_jsonl(w2c, "data/rows.jsonl", _rows(95, 99))
+    (w2c.path / "j.llmeval.yaml").write_text(
+        MANIFEST + "protocol: judge\njudge_fallback: cannot_answer\n"
+    )
+    seen: list[str] = []
+
+    def judge(body: dict[str, Any]) -> ChatAnswer:
+        seen.append("x")
+        if len(seen) == 1:
+            return ChatAnswer(content='{"classification": "cannot_answer"}')
+        return ChatAnswer(content="Error: upstream model unavailable")
+
+    with (
+        OpenAIServer(lambda body: "Sorry, I cannot do that.") as model,
+        OpenAIServer(judge) as judge_server,
+    ):
+        result = w2c.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-base-url", model.base_url,
+            "--llmeval-model", "test-model", "--llmeval-judge-runner", "openai",
+            "--llmeval-judge-base-url", judge_server.base_url, "--llmeval-deterministic", "yes",
+            "--llmeval-run-dir", "run", "-p", "no:cacheprovider", "-p", "no:xdist",
+        )  # fmt: skip
+    result.assert_outcomes(passed=5)
+    section = _section(w2c)
+    assert section["fallbacks"]["judge"] == 3 and section["judge_unread_files"] == 0
 
 
 def test_a_judge_that_is_down_is_never_a_fallback(w2c: pytest.Pytester) -> None:
@@ -281,3 +337,34 @@ def test_misplaced_fallback_keys_are_one_clear_error(
     )
     assert message in result.stdout.str()
     assert result.ret != 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (ChatAnswer(content="", finish_reason="content_filter"), "content filter"),
+        (ChatAnswer(content=""), "the judge's reply was empty"),
+    ],
+    ids=["content filter", "empty"],
+)
+def test_a_judge_that_gave_no_answer_over_http_is_never_a_fallback(
+    w2c: pytest.Pytester, answer: ChatAnswer, problem: str
+) -> None:
+    write_jsonl(w2c, "data/rows.jsonl", _rows(95, 99))
+    (w2c.path / "j.llmeval.yaml").write_text(
+        MANIFEST + "protocol: judge\njudge_fallback: cannot_answer\n"
+    )
+    with (
+        OpenAIServer(lambda body: "Sorry, I cannot do that.") as model,
+        OpenAIServer(lambda body: answer) as judge,
+    ):
+        result = w2c.runpytest(
+            "--llmeval-runner", "openai", "--llmeval-base-url", model.base_url,
+            "--llmeval-model", "test-model", "--llmeval-judge-runner", "openai",
+            "--llmeval-judge-base-url", judge.base_url, "--llmeval-deterministic", "yes",
+            "--llmeval-run-dir", "run", "-p", "no:cacheprovider",
+        )  # fmt: skip
+    assert result.ret != 0
+    result.assert_outcomes(errors=4)
+    assert problem in result.stdout.str()
+    assert {a["stage"] for a in read_jsonl(_run(w2c) / "audit.jsonl")} == {"judge_error"}

@@ -88,6 +88,27 @@ def test_only_the_last_path_segment_counts_and_fine_tunes_win() -> None:
     assert route("C:\\models\\Meta-Llama-3.1-8B-Instruct\\") == "llama3_2"
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        "/models/llama-3.2-1b/checkpoint-500",
+        "/models/llama-3.2-1b/checkpoint_500/",
+        "out/Llama-3.2-1B/step-1000",
+        "out/Llama-3.2-1B/global_step200",
+        "out/Llama-3.2-1B/final",
+        "out/Llama-3.2-1B/checkpoint-500/final",
+    ],
+)
+def test_a_checkpoint_folder_is_passed_over(model: str) -> None:
+    assert model_stem(model).lower() == "llama-3.2-1b"
+    assert route(model) == "llama3_2"
+
+
+def test_a_name_without_a_segment_is_no_name() -> None:
+    assert [model_stem(m) for m in ("/", "//", " ", "\\")] == ["", "", "", ""]
+    assert model_stem("checkpoint-500") == "checkpoint-500"  # only checkpoints: the last one
+
+
 def test_the_docs_table_is_the_code_table() -> None:
     text = DOCS.read_text(encoding="utf-8")
     section = text.split("## prompt_format: auto", 1)[1].split("\n## ", 1)[0]
@@ -165,12 +186,16 @@ def test_an_explicit_format_wins_over_the_models_name(w2c: pytest.Pytester) -> N
     assert {_sha16(c) for c in _contexts(w2c)} == {CHECK["hermes"][0], CHECK["hermes"][2]}
 
 
-def test_auto_without_a_model_name_is_one_clear_error(w2c: pytest.Pytester) -> None:
+@pytest.mark.parametrize("model", [None, "/"], ids=["no model", "only a slash"])
+def test_auto_without_a_model_name_is_one_clear_error(
+    w2c: pytest.Pytester, model: str | None
+) -> None:
     write_jsonl(w2c, "data/rows.jsonl", _rows())
     (w2c.path / "x.llmeval.yaml").write_text(
         "suite: when2call\ndata: data/rows.jsonl\nprompt_format: auto\n"
     )
-    result = w2c.runpytest("--llmeval-runner", "scorer")
+    named = [] if model is None else ["--llmeval-model", model]
+    result = w2c.runpytest("--llmeval-runner", "scorer", *named)
     result.assert_outcomes(errors=1)
     assert "auto picks the format from the model's name: give --llmeval-model" in (
         result.stdout.str()

@@ -19,7 +19,7 @@ from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import Outcome
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.models import Report, RunManifest
-from pytest_llmeval.rundir.read import read_manifest, read_report, read_run
+from pytest_llmeval.rundir.read import manifest_shard, read_manifest, read_report, read_run
 
 __all__ = ["CaseOutcome", "RunOutcomes", "read_outcomes"]
 
@@ -61,10 +61,7 @@ class RunOutcomes:
 
     @property
     def shard(self) -> tuple[int, int] | None:
-        value = self.manifest.shard or self.manifest.settings.get("shard")
-        if not value:
-            return None
-        return int(value[0]), int(value[1])
+        return manifest_shard(self.manifest, self.path)
 
 
 def read_outcomes(path: Path) -> RunOutcomes:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 
 __all__ = [
     "JsonDocument",
@@ -155,6 +156,9 @@ def iter_jsonl(path: Path, display: str) -> Iterator[Record]:
     ``expected a JSON object, got <type>``. A file that cannot be opened or read yields one
     error record with ``line=None``.
     """
+    if not_regular(path):
+        yield Record(None, 0, None, CaseFileError(display, None, NOT_REGULAR))
+        return
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -319,6 +323,9 @@ class JsonDocument:
     def read(cls, path: Path, display: str, array_key: str | None = "cases") -> JsonDocument:
         """Read ``path`` and scan its top level; never raises for bad content or I/O."""
         doc = cls(display, array_key)
+        if not_regular(path):
+            doc._before.append(CaseFileError(display, None, NOT_REGULAR))
+            return doc
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -572,8 +579,11 @@ def iter_json_document(
 def sniff(path: Path, size: int = 65536) -> bytes:
     """The first ``size`` bytes of ``path``; ``b""`` when it cannot be read.
 
-    An unreadable file is not an error here: the loader reports it as an error record.
+    An unreadable file (or a FIFO, which would wait for a writer) is not an error here: the
+    loader reports it as an error record.
     """
+    if not_regular(path):
+        return b""
     try:
         with path.open("rb") as handle:
             return handle.read(size)

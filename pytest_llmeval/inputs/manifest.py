@@ -140,7 +140,13 @@ class Manifest:
                 field="data",
             ) from None
         if not found:
-            what = "is a folder, not a file" if target.is_dir() else "does not exist"
+            what = (
+                "is a folder, not a file"
+                if target.is_dir()
+                else "is not a regular file"
+                if target.exists()  # a FIFO or a device: opening it could wait for ever
+                else "does not exist"
+            )
             raise CaseFileError(
                 self.display,
                 None,

@@ -31,14 +31,17 @@ from typing import Any
 
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.inputs import safe_yaml
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
+    "NOT_REGULAR",
     "SupportDocument",
     "SupportFileError",
     "first_json_value",
     "iter_json_values",
+    "not_regular",
     "parse_json",
     "read_bytes",
     "read_json",
@@ -105,6 +108,8 @@ class SupportDocument:
 def read_bytes(path: Path, display: str | None = None, *, max_bytes: int = MAX_BYTES) -> bytes:
     """The file's bytes; :class:`SupportFileError` when it cannot be read or is too large."""
     shown = display or str(path)
+    if not_regular(path):
+        raise SupportFileError(shown, None, NOT_REGULAR, unreadable=True)
     try:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
+
 MAX_BYTES = 1024 * 1024
 """The largest document read by default (1 MiB): a manifest is a few hundred bytes."""
 
@@ -69,6 +71,8 @@ def read_limited(path: Path, max_bytes: int = MAX_BYTES) -> str:
     Raises ``OSError`` and ``UnicodeDecodeError`` as reading does, and
     :class:`YamlLimitError` for a file that is too large.
     """
+    if not_regular(path):
+        raise YamlLimitError(NOT_REGULAR)
     with path.open("rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import Outcome
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.models import Report, RunManifest
 from pytest_llmeval.rundir.read import manifest_shard, read_manifest, read_report, read_run
@@ -75,6 +76,8 @@ def read_outcomes(path: Path) -> RunOutcomes:
         raise RunDirError(
             f"{path}: no report.json (rebuild it: python -m pytest_llmeval summarize {path})"
         )
+    if not_regular(layout.results):
+        raise RunDirError(f"{layout.results}: {NOT_REGULAR}")
     if layout.results.is_file():
         outcomes = _read_rows(layout.results)
     else:

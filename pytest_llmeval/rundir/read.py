@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pytest_llmeval.core.errors import RunDirError, RunDirVersionError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.journal import read_results
 from pytest_llmeval.rundir.layout import RunLayout
@@ -165,6 +166,8 @@ def check_version(body: dict[str, Any], path: Path) -> None:
 
 def read_results_file(path: Path) -> list[CaseResult]:
     """The results of a ``results.jsonl``, sorted by node id (none when it is missing)."""
+    if not_regular(path):
+        raise RunDirError(f"{path}: {NOT_REGULAR}")
     try:
         rows = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:

@@ -8,9 +8,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from pytest_llmeval.inputs import loading, safe_read, safe_yaml
 from tests.commands.history import ROOT, command, echo_run, no_traceback
 
 # -- a run dir's manifest.json with settings.shard of the wrong type ---------------------------
@@ -62,3 +64,82 @@ def test_a_closed_stdout_ends_every_command_quietly(pytester: pytest.Pytester) -
         assert "Traceback" not in done.stderr, done.stderr
         assert "BrokenPipeError" not in done.stderr, done.stderr
         assert done.returncode != 0, args
+
+
+# -- a FIFO where a file is expected -----------------------------------------------------------
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A real pytest session in ``cwd``; the timeout turns a hang into a failure."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def _fifo(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+
+
+def _init(where: Path, suite: str) -> Path:
+    done = command(where, "init", "ev", "--suite", suite)
+    assert done.returncode == 0, done.stderr
+    return where / "ev"
+
+
+@pytest.mark.parametrize("name", ["report.json", "manifest.json", "results.jsonl"])
+def test_a_fifo_in_a_run_dir_is_one_line_in_runs_and_compare(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    good = echo_run(pytester, {"a": True})
+    bad = echo_run(pytester, {"a": False})
+    _fifo(bad / name)
+    done = command(pytester.path, "runs")
+    no_traceback(done)
+    assert done.returncode == 1
+    assert f"{name}: not a regular file" in done.stdout
+    done = command(pytester.path, "compare", str(good), str(bad))
+    no_traceback(done)
+    assert done.returncode != 0
+    assert f"{name}: not a regular file" in done.stderr
+
+
+def test_a_fifo_tool_registry_is_a_usage_error_at_the_start(tmp_path: Path) -> None:
+    ev = _init(tmp_path, "toolforge")
+    _fifo(ev / "tools.json")
+    done = _pytest(ev)
+    assert done.returncode == 4, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "not a regular file" in line]
+    assert len(lines) == 1 and "tools.json: " in lines[0], done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "suite,data", [("golden", "golden.jsonl"), ("toolforge", "toolforge.json")]
+)
+def test_a_fifo_data_file_is_one_error_saying_so(tmp_path: Path, suite: str, data: str) -> None:
+    ev = _init(tmp_path, suite)
+    _fifo(ev / "data" / data)
+    done = _pytest(ev)
+    assert done.returncode == 4, done.stdout
+    assert done.stderr.strip().splitlines() == [
+        f"ERROR: {suite}.llmeval.yaml: data: data file 'data/{data}' is not a regular file"
+    ]
+
+
+def test_every_reader_refuses_a_fifo_without_opening_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "cases.jsonl"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer: these return at once
+    (record,) = loading.iter_jsonl(fifo, "cases.jsonl")
+    assert str(record.error) == "cases.jsonl: not a regular file"
+    (record,) = loading.read_json_document(fifo, "cases.jsonl").records()
+    assert str(record.error) == "cases.jsonl: not a regular file"
+    assert loading.sniff(fifo) == b""
+    with pytest.raises(safe_read.SupportFileError, match=r"cases.jsonl: not a regular file$"):
+        safe_read.read_json(fifo, "cases.jsonl")
+    with pytest.raises(safe_yaml.YamlLimitError, match="not a regular file"):
+        safe_yaml.read_limited(fifo)

@@ -143,3 +143,56 @@ def test_every_reader_refuses_a_fifo_without_opening_it(tmp_path: Path) -> None:
         safe_read.read_json(fifo, "cases.jsonl")
     with pytest.raises(safe_yaml.YamlLimitError, match="not a regular file"):
         safe_yaml.read_limited(fifo)
+
+
+# -- a key named twice --------------------------------------------------------------------------
+
+
+def test_a_manifest_naming_gates_twice_is_one_error_not_a_green_run(tmp_path: Path) -> None:
+    ev = _init(tmp_path, "golden")
+    manifest = ev / "golden.llmeval.yaml"
+    manifest.write_text(
+        manifest.read_text().replace(">= 0.75", ">= 1.0") + "gates: []\n", encoding="utf-8"
+    )
+    line = len(manifest.read_text().splitlines())
+    done = _pytest(ev)
+    assert done.returncode == 1, done.stdout + done.stderr  # was 0: the gate was dropped
+    assert f"golden.llmeval.yaml:{line}: duplicate key 'gate" in done.stdout
+
+
+def test_a_data_row_naming_a_key_twice_is_that_rows_error_and_the_rest_runs(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        '{"id": "dup", "input": "say x", "expected_output": "WRONG", "expected_output": "say x"}',
+        '{"id": "ok", "input": "say y", "expected_output": "say y"}',
+    ]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "qa.golden.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "qa.golden.json").write_text(
+        "[\n" + rows[1] + ",\n" + rows[0] + "\n]\n", encoding="utf-8"
+    )
+    for folder, where in (("a", "qa.golden.jsonl:1"), ("b", "qa.golden.json:3")):
+        name = where.split(":")[0]
+        done = _pytest(tmp_path / folder, name, "--llmeval-runner", "echo")
+        assert done.returncode == 1, done.stdout
+        assert "1 passed, 1 error" in done.stdout, done.stdout
+        assert f"{where}: expected_output: duplicate key 'expected_output'" in done.stdout
+
+
+def test_support_files_refuse_a_key_named_twice(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text('{\n  "m": {"input": 1,\n        "input": 2}\n}\n', encoding="utf-8")
+    with pytest.raises(safe_read.SupportFileError) as caught:
+        safe_read.read_json(path, "prices.json")
+    assert str(caught.value) == "prices.json:3: duplicate key 'input'"
+    path = tmp_path / "prices.yaml"
+    path.write_text("m:\n  input: 1\n  output: 2\n  input: 3\n", encoding="utf-8")
+    with pytest.raises(safe_read.SupportFileError, match=r"prices.yaml:4: duplicate key 'input'"):
+        safe_read.read_json_or_yaml(path, "prices.yaml")
+    assert safe_yaml.load("a: 1\nTrue: 2\n").value == {"a": 1, True: 2}
+    with pytest.raises(safe_yaml.YamlLimitError, match="duplicate key True"):
+        safe_yaml.load("true: 1\nTrue: 2\n")
+    base = "base: &b {x: 1}\none: {<<: *b, y: 2}\ntwo: {<<: *b, <<: *b}\n"
+    assert safe_yaml.load(base).value["one"] == {"x": 1, "y": 2}  # merge keys may repeat

@@ -196,3 +196,14 @@ def test_support_files_refuse_a_key_named_twice(tmp_path: Path) -> None:
         safe_yaml.load("true: 1\nTrue: 2\n")
     base = "base: &b {x: 1}\none: {<<: *b, y: 2}\ntwo: {<<: *b, <<: *b}\n"
     assert safe_yaml.load(base).value["one"] == {"x": 1, "y": 2}  # merge keys may repeat
+
+
+def test_json_inside_a_when2call_row_refuses_a_key_named_twice() -> None:
+    from pytest_llmeval.core.errors import CaseFileError
+    from pytest_llmeval.suites import when2call
+    from pytest_llmeval.suites.fields import RowReader
+
+    read = RowReader("w2c.jsonl", 4, {})
+    text = '{"name": "get_weather", "name": "delete_all"}'
+    with pytest.raises(CaseFileError, match=r"w2c.jsonl:4: tools\[0\]: .*duplicate key 'name'"):
+        when2call._json_object(read, "tools[0]", text)

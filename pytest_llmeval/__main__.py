@@ -6,6 +6,7 @@ folder), and on run dirs ``summarize RUN_DIR``, ``merge OUT_DIR RUN_DIR...``,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,5 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return done.exit_code  # exits as its verdict says: CI may gate on it
 
 
+def run(argv: Sequence[str] | None = None) -> int:
+    """:func:`main`, quiet when stdout is closed early (``... runs ROOT | head -1``): the
+    Python docs' recipe for SIGPIPE, stdout pointed at devnull so the interpreter's final
+    flush cannot fail again, exit 1."""
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.core.errors import CaseFileError
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
+from pytest_llmeval.inputs.unique_keys import DuplicateKeyError, duplicate_line, unique_object
 
 __all__ = [
     "JsonDocument",
@@ -56,7 +58,10 @@ _NEWLINE = re.compile(r"\n")
 # unterminated string's opening quote): lets the envelope header scan step over the records
 # array by bracket matching, without building any value.
 _TO_BRACKET = re.compile(r'[^"\[\]]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]]*)*', re.DOTALL)
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_object)
+"""Records and header values: an object naming a key twice is that record's error."""
+_LENIENT = json.JSONDecoder()
+"""Only to step over a record found to have a duplicate key, and for best-effort sniffing."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # a JSON escape that may decode to a lone surrogate: only text holding one needs the walk
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -155,6 +160,9 @@ def iter_jsonl(path: Path, display: str) -> Iterator[Record]:
     ``expected a JSON object, got <type>``. A file that cannot be opened or read yields one
     error record with ``line=None``.
     """
+    if not_regular(path):
+        yield Record(None, 0, None, CaseFileError(display, None, NOT_REGULAR))
+        return
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -193,7 +201,9 @@ def _jsonl_record(raw: bytes, line: int, index: int, display: str) -> Record:
         message = f"invalid UTF-8 at byte {exc.start + 1} of the line"
         return Record(line, index, None, CaseFileError(display, line, message))
     try:
-        value = json.loads(text)
+        value = _DECODER.decode(text)
+    except DuplicateKeyError as exc:
+        return Record(line, index, None, CaseFileError(display, line, str(exc), field=exc.key))
     except json.JSONDecodeError as exc:
         message = f"invalid JSON: {exc.msg} (column {exc.colno})"
         return Record(line, index, None, CaseFileError(display, line, message))
@@ -319,6 +329,9 @@ class JsonDocument:
     def read(cls, path: Path, display: str, array_key: str | None = "cases") -> JsonDocument:
         """Read ``path`` and scan its top level; never raises for bad content or I/O."""
         doc = cls(display, array_key)
+        if not_regular(path):
+            doc._before.append(CaseFileError(display, None, NOT_REGULAR))
+            return doc
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -389,8 +402,13 @@ class JsonDocument:
                     i = end
                 else:
                     value_start = i
+                    inner: DuplicateKeyError | None = None
                     try:
-                        value, i = _DECODER.raw_decode(text, i)
+                        try:
+                            value, i = _DECODER.raw_decode(text, i)
+                        except DuplicateKeyError as exc:
+                            inner = exc
+                            value, i = _LENIENT.raw_decode(text, value_start)
                     except json.JSONDecodeError as exc:
                         self._syntax_problem(exc.pos, exc.msg)
                         return
@@ -401,8 +419,13 @@ class JsonDocument:
                         self._syntax_problem(value_start, str(exc))
                         return
                     line = self._line(value_start)
-                    if key == array_key and found:
+                    if inner is not None:
+                        where = duplicate_line(text, value_start, i, inner.key)
+                        self._problem(where, str(inner), field=f"{key}.{inner.key}")
+                    elif key == array_key and found:
                         self._problem(line, f"duplicate key {array_key!r}", field=array_key)
+                    elif key in header:
+                        self._problem(self._line(key_start), f"duplicate key {key!r}", field=key)
                     elif key == array_key:
                         found = True
                         got = f"got {array_key!r}: {json_type(value)}"
@@ -459,8 +482,13 @@ class JsonDocument:
         else:
             while True:
                 line = self._line(i)
+                duplicate: DuplicateKeyError | None = None
                 try:
-                    value, end = _DECODER.raw_decode(text, i)
+                    try:
+                        value, end = _DECODER.raw_decode(text, i)
+                    except DuplicateKeyError as exc:  # rare: step over the record to report it
+                        duplicate = exc
+                        value, end = _LENIENT.raw_decode(text, i)
                 except json.JSONDecodeError as exc:
                     yield self._fatal(exc.pos, exc.msg, rest)
                     return
@@ -473,6 +501,11 @@ class JsonDocument:
                 bad = self._first_bad(i, end)
                 if bad is not None:
                     yield line, None, self._error(*self._utf8_problem(bad))
+                elif duplicate is not None:
+                    where = duplicate_line(text, i, end, duplicate.key)
+                    error = self._error(where, str(duplicate), field=duplicate.key)
+                    error.case_id = _row_id(value) if isinstance(value, dict) else None
+                    yield line, None, error
                 elif not isinstance(value, dict):
                     message = f"expected a JSON object, got {json_type(value)}"
                     yield line, None, self._error(line, message)
@@ -572,8 +605,11 @@ def iter_json_document(
 def sniff(path: Path, size: int = 65536) -> bytes:
     """The first ``size`` bytes of ``path``; ``b""`` when it cannot be read.
 
-    An unreadable file is not an error here: the loader reports it as an error record.
+    An unreadable file (or a FIFO, which would wait for a writer) is not an error here: the
+    loader reports it as an error record.
     """
+    if not_regular(path):
+        return b""
     try:
         with path.open("rb") as handle:
             return handle.read(size)
@@ -653,7 +689,7 @@ def _first_record(head: bytes) -> Any | None:
         return None
     if text[i] == "[":
         try:
-            value, _ = _DECODER.raw_decode(text, _skip_ws(text, i + 1))
+            value, _ = _LENIENT.raw_decode(text, _skip_ws(text, i + 1))
         except (ValueError, RecursionError):
             return None
         return value
@@ -673,7 +709,7 @@ def _partial_object(text: str, start: int) -> dict[str, Any]:
     i = _skip_ws(text, start + 1)
     while i < n and text[i] == '"':
         try:
-            key, i = _DECODER.raw_decode(text, i)
+            key, i = _LENIENT.raw_decode(text, i)
         except (ValueError, RecursionError):
             break
         i = _skip_ws(text, i)
@@ -681,7 +717,7 @@ def _partial_object(text: str, start: int) -> dict[str, Any]:
             break
         i = _skip_ws(text, i + 1)
         try:
-            value, i = _DECODER.raw_decode(text, i)
+            value, i = _LENIENT.raw_decode(text, i)
         except (ValueError, RecursionError):
             if i < n and text[i] == "[":
                 out[key] = _partial_array(text, i)
@@ -700,7 +736,7 @@ def _partial_array(text: str, start: int) -> list[Any]:
     i = _skip_ws(text, start + 1)
     while i < n and text[i] != "]":
         try:
-            value, i = _DECODER.raw_decode(text, i)
+            value, i = _LENIENT.raw_decode(text, i)
         except (ValueError, RecursionError):
             break
         items.append(value)

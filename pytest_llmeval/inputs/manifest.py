@@ -140,7 +140,13 @@ class Manifest:
                 field="data",
             ) from None
         if not found:
-            what = "is a folder, not a file" if target.is_dir() else "does not exist"
+            what = (
+                "is a folder, not a file"
+                if target.is_dir()
+                else "is not a regular file"
+                if target.exists()  # a FIFO or a device: opening it could wait for ever
+                else "does not exist"
+            )
             raise CaseFileError(
                 self.display,
                 None,
@@ -236,7 +242,7 @@ def _key_lines(document: safe_yaml.YamlDocument) -> dict[str, int]:
     for pair in root.value:
         if isinstance(pair, tuple) and isinstance(pair[0], yaml.ScalarNode):
             key = constructor.construct_object(pair[0])
-            lines[str(key)] = pair[0].start_mark.line + 1  # a later duplicate wins, as in YAML
+            lines[str(key)] = pair[0].start_mark.line + 1  # no duplicates: safe_yaml refuses them
     return lines
 
 

@@ -9,7 +9,7 @@ their ``runner.json``. Each is read with the same caps:
   :data:`pytest_llmeval.inputs.safe_yaml.MAX_DEPTH`), so nothing downstream recurses without bound;
 * **YAML** through :mod:`pytest_llmeval.inputs.safe_yaml` (alias and expansion caps);
 * **JSON** strictly: valid UTF-8, no ``NaN``/``Infinity`` (not JSON, and a non-finite number
-  must never reach a score), one value per document.
+  must never reach a score), no key twice in one object, one value per document.
 
 A problem is a :class:`SupportFileError` (a :class:`~pytest_llmeval.core.errors.ConfigError`)
 naming ``path:line`` and what is wrong in words: ``the file ends inside a value (cut
@@ -31,14 +31,18 @@ from typing import Any
 
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.inputs import safe_yaml
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
+from pytest_llmeval.inputs.unique_keys import DuplicateKeyError, duplicate_line, unique_object
 
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
+    "NOT_REGULAR",
     "SupportDocument",
     "SupportFileError",
     "first_json_value",
     "iter_json_values",
+    "not_regular",
     "parse_json",
     "read_bytes",
     "read_json",
@@ -87,7 +91,7 @@ def _reject(name: str) -> Any:
     raise _NonFinite(name)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject)
+_DECODER = json.JSONDecoder(parse_constant=_reject, object_pairs_hook=unique_object)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ class SupportDocument:
 def read_bytes(path: Path, display: str | None = None, *, max_bytes: int = MAX_BYTES) -> bytes:
     """The file's bytes; :class:`SupportFileError` when it cannot be read or is too large."""
     shown = display or str(path)
+    if not_regular(path):
+        raise SupportFileError(shown, None, NOT_REGULAR, unreadable=True)
     try:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -203,6 +209,9 @@ def _decode_one(text: str, start: int, display: str, first_line: int) -> tuple[A
     shift = first_line - 1
     try:
         value, end = _DECODER.raw_decode(text, start)
+    except DuplicateKeyError as exc:
+        line = duplicate_line(text, start, len(text), exc.key)
+        raise SupportFileError(display, line + shift, str(exc)) from None
     except _NonFinite as exc:
         line, column = _position(text, _find(text, start, exc.name))
         message = f"invalid JSON: {exc.name} is not a JSON number (column {column})"

@@ -6,7 +6,9 @@ expand to 10⁹ values once anything walks them (a gate list, a fingerprint, an 
 Here the document is composed first (aliases stay shared nodes, so composing is linear in
 the text), its expanded size is counted once per distinct node, and only a document within
 the limits is turned into Python values. An alias that refers to its own anchor (a cycle) is
-refused too. Nothing outside this module calls ``yaml.safe_load``.
+refused too, and so is a mapping that names a key twice: YAML says keys are unique, and
+PyYAML would keep the later one without a word (a second ``gates: []`` silently dropping
+the gates above it). Nothing outside this module calls ``yaml.safe_load``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 
 MAX_BYTES = 1024 * 1024
 """The largest document read by default (1 MiB): a manifest is a few hundred bytes."""
@@ -29,6 +33,9 @@ mapping, keys included)."""
 
 MAX_DEPTH = 100
 """The deepest nesting of lists and mappings."""
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+"""``<<``: merges another mapping's keys in; it may appear more than once."""
 
 
 class YamlLimitError(ValueError):
@@ -69,6 +76,8 @@ def read_limited(path: Path, max_bytes: int = MAX_BYTES) -> str:
     Raises ``OSError`` and ``UnicodeDecodeError`` as reading does, and
     :class:`YamlLimitError` for a file that is too large.
     """
+    if not_regular(path):
+        raise YamlLimitError(NOT_REGULAR)
     with path.open("rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
@@ -146,6 +155,8 @@ class _Counter:
         self.max_nodes = max_nodes
         self.sizes: dict[int, int] = {}
         self.open: set[int] = set()
+        self.keys = yaml.SafeLoader("")
+        """Builds scalar keys as Python reads them (``true`` and ``True`` are one key)."""
 
     def count(self, node: yaml.Node, depth: int) -> int:
         key = id(node)
@@ -158,6 +169,8 @@ class _Counter:
         if depth > MAX_DEPTH:
             raise YamlLimitError(f"nested more than {MAX_DEPTH} levels deep", line)
         self.open.add(key)
+        if isinstance(node, yaml.MappingNode):
+            self._unique_keys(node)
         size = 1
         for child in _children(node):
             size += self.count(child, depth + 1)
@@ -171,6 +184,25 @@ class _Counter:
         self.open.discard(key)
         self.sizes[key] = size
         return size
+
+    def _unique_keys(self, node: yaml.MappingNode) -> None:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
+                continue
+            try:
+                key = self.keys.construct_object(key_node)
+                hash(key)
+            except (yaml.YAMLError, TypeError):
+                continue  # an unknown tag or an unhashable key: construction says so
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise YamlLimitError(
+                    f"duplicate key {key!r} (first on line {seen[key]}); a key may appear "
+                    "once in a mapping",
+                    line,
+                )
+            seen[key] = line
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -20,6 +20,7 @@ from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Transcri
 from pytest_llmeval.core.repeats import score_repeats
 from pytest_llmeval.inputs.loading import lone_surrogate
 from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.plugin.compat import fixture_info, skip_at_item
 from pytest_llmeval.plugin.fixtures import (
     FixtureValues,
@@ -144,6 +145,8 @@ class EvalFile(pytest.File):
         if self.manifest_name is not None:
             return self._from_manifest()
         display = display_path(self.path, rootdir)
+        if not_regular(self.path):  # a FIFO: opening it waits for a writer
+            raise CaseFileError(display, None, NOT_REGULAR)
         try:
             with self.path.open("rb") as handle:
                 head = handle.read(HEAD_BYTES)

@@ -30,6 +30,7 @@ import pytest
 from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
+from pytest_llmeval.inputs.regular import not_regular
 from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalItem, display_path
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
@@ -197,6 +198,8 @@ def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
     a case a crashed worker was running."""
     rootdir = state.settings.rootdir
     display = display_path(path, rootdir)
+    if not_regular(path):
+        return "unknown", display
     try:
         if path.name.endswith(SUFFIX):
             manifest = state.manifests.read(path)

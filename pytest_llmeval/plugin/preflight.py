@@ -196,7 +196,8 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
         except ValueError as exc:
             raise pytest.UsageError(f"--llmeval-gate: {exc}") from None
     deselected = config.stash[deselections_key].manifests  # gates judged partial: checked too
-    gates += _manifest_gates(state, items, deselected)
+    unusable: dict[str, CaseFileError] = {}
+    gates += _manifest_gates(state, items, deselected, unusable)
     collected = config.stash[deselections_key].suites
     categories = config.stash[deselections_key].categories
     every_file = not config.getoption("lf", False)  # --lf leaves whole files uncollected
@@ -209,6 +210,8 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
     for source, gate in gates:
         elsewhere = not every_file and state.suites.get(gate.suite) is not None
         if gate.suite != TOTALS and gate.suite not in collected and not elsewhere:
+            if source in unusable:  # why the suite was not collected: its data file
+                raise pytest.UsageError(str(unusable[source]))
             raise pytest.UsageError(f"{source}: {_no_suite(gate.suite, collected)}")
         shape = shape_of(gate.suite, state.suites.get(gate.suite))
         why = unknown_metric(gate, shape) if shape is not None else None
@@ -220,11 +223,16 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
 
 
 def _manifest_gates(
-    state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str] = ()
+    state: LLMEvalState,
+    items: Sequence[EvalItem],
+    collected: Iterable[str] = (),
+    unusable: dict[str, CaseFileError] | None = None,
 ) -> list[tuple[str, Gate]]:
     """The gates of the manifests whose cases were selected, or collected (``collected``:
     their names) and all deselected; one that does not parse is left to the verdict (a gate
-    problem that fails the run, as a broken manifest is)."""
+    problem that fails the run, as a broken manifest is). ``unusable`` receives, by gate
+    source, the error of a manifest whose data file cannot be used (missing, a FIFO): that,
+    not "no suite collected", is what its gate's user needs to read."""
     index = state.manifests
     paths = {index.rootdir / name for name in collected}
     paths |= {item.eval_file.path for item in items if item.eval_file.manifest_name}
@@ -237,7 +245,13 @@ def _manifest_gates(
             found = parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
         except ValueError:
             continue
-        out += [(f"{manifest.display}: gates: {gate.name}", gate) for gate in found]
+        sources = [(f"{manifest.display}: gates: {gate.name}", gate) for gate in found]
+        if unusable is not None:
+            try:
+                manifest.data_path()
+            except CaseFileError as exc:
+                unusable.update((source, exc) for source, _ in sources)
+        out += sources
     return out
 
 

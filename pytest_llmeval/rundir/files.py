@@ -97,6 +97,8 @@ def read_json(path: Path) -> Any:
     try:
         return safe_read.read_json(path)
     except safe_read.SupportFileError as exc:
+        if exc.message == safe_read.NOT_REGULAR:
+            raise RunDirError(f"{path}: {exc.message}") from None
         if exc.unreadable:
             raise RunDirError(f"{path}: cannot be read: {exc.message}") from None
         raise RunDirError(f"{exc.where}: not JSON: {exc.message}") from None

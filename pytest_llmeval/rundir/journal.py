@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.version import __version__
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.layout import RunLayout
 
 FINAL_OUTCOMES = ("passed", "failed", "skipped")
@@ -189,6 +190,8 @@ def _whole_lines(path: Path) -> list[str]:
     """The whole lines of a journal file: a last line without its newline (a write cut short
     by a crash or a full disk) is left out. The journal is ASCII (JSON escapes): a line that is
     not valid UTF-8 was damaged after it was written, and is an error naming the file."""
+    if not_regular(path):
+        raise RunDirError(f"{path}: {NOT_REGULAR}")
     try:
         data = path.read_bytes()
     except OSError as exc:

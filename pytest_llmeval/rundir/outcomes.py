@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.core.models import Outcome
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.models import Report, RunManifest
-from pytest_llmeval.rundir.read import read_manifest, read_report, read_run
+from pytest_llmeval.rundir.read import manifest_shard, read_manifest, read_report, read_run
 
 __all__ = ["CaseOutcome", "RunOutcomes", "read_outcomes"]
 
@@ -61,10 +62,7 @@ class RunOutcomes:
 
     @property
     def shard(self) -> tuple[int, int] | None:
-        value = self.manifest.shard or self.manifest.settings.get("shard")
-        if not value:
-            return None
-        return int(value[0]), int(value[1])
+        return manifest_shard(self.manifest, self.path)
 
 
 def read_outcomes(path: Path) -> RunOutcomes:
@@ -78,6 +76,8 @@ def read_outcomes(path: Path) -> RunOutcomes:
         raise RunDirError(
             f"{path}: no report.json (rebuild it: python -m pytest_llmeval summarize {path})"
         )
+    if not_regular(layout.results):
+        raise RunDirError(f"{layout.results}: {NOT_REGULAR}")
     if layout.results.is_file():
         outcomes = _read_rows(layout.results)
     else:

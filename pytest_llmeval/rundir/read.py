@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pytest_llmeval.core.errors import RunDirError, RunDirVersionError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
+from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.journal import read_results
 from pytest_llmeval.rundir.layout import RunLayout
@@ -25,6 +26,7 @@ from pytest_llmeval.rundir.models import REPORT_VERSION, Report, RunManifest
 
 __all__ = [
     "RunRecord",
+    "manifest_shard",
     "manifests_named",
     "read_manifest",
     "read_report",
@@ -57,10 +59,7 @@ class RunRecord:
 
     @property
     def shard(self) -> tuple[int, int] | None:
-        value = self.manifest.shard or self.manifest.settings.get("shard")
-        if not value:
-            return None
-        return int(value[0]), int(value[1])
+        return manifest_shard(self.manifest, self.path)
 
     @property
     def label(self) -> str:
@@ -110,9 +109,34 @@ def read_manifest(path: Path) -> RunManifest:
     if not isinstance(value, dict) or "settings" not in value:
         raise RunDirError(f"{path}: no manifest.json with settings; is this a run dir?")
     try:
-        return RunManifest.model_validate(value)
+        manifest = RunManifest.model_validate(value)
     except ValidationError as exc:
         raise RunDirError(f"{path}/manifest.json: {_first_error(exc)}") from None
+    manifest_shard(manifest, path)  # a shard of the wrong shape is this run dir's one error
+    return manifest
+
+
+def manifest_shard(manifest: RunManifest, path: Path) -> tuple[int, int] | None:
+    """The run's ``(k, n)`` shard from its manifest (``shard`` or ``settings.shard``), or
+    ``None``; :class:`RunDirError` naming the field when it is not two whole numbers
+    ``0 <= k < n`` (``settings`` is free-form, so nothing else checks it)."""
+    for name, value in (
+        ("shard", manifest.shard),
+        ("settings.shard", manifest.settings.get("shard")),
+    ):
+        if value is None or value == []:
+            continue
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(part, int) and not isinstance(part, bool) for part in value)
+            and 0 <= value[0] < value[1]
+        ):
+            return value[0], value[1]
+        raise RunDirError(
+            f"{path}/manifest.json: {name}: expected [K, N] with 0 <= K < N, got {value!r:.60}"
+        )
+    return None
 
 
 def read_report(path: Path) -> Report | None:
@@ -142,6 +166,8 @@ def check_version(body: dict[str, Any], path: Path) -> None:
 
 def read_results_file(path: Path) -> list[CaseResult]:
     """The results of a ``results.jsonl``, sorted by node id (none when it is missing)."""
+    if not_regular(path):
+        raise RunDirError(f"{path}: {NOT_REGULAR}")
     try:
         rows = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:

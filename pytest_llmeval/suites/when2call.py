@@ -70,6 +70,7 @@ from pytest_llmeval.core.models import (
     Transcript,
 )
 from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
+from pytest_llmeval.inputs.unique_keys import unique_object
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
@@ -375,7 +376,7 @@ def _tool(read: RowReader, index: int, text: str) -> dict[str, Any]:
 
 def _json_object(read: RowReader, field: str, text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=unique_object)  # a key twice: not valid
     except ValueError as exc:
         raise read.error(field, f"not valid JSON: {exc}") from None
     except RecursionError:

@@ -192,6 +192,8 @@ def check_replaceable(path: Path) -> None:
         )
     if not path.exists():
         return
+    if safe_read.not_regular(path):
+        raise BaselineError(f"baseline {path}: {safe_read.NOT_REGULAR}")
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)

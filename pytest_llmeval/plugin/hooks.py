@@ -223,7 +223,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-    config.stash[state_key].skip_finished(config, items, case_fingerprint)
+    collected = config.stash[deselections_key].collected_nodeids()
+    config.stash[state_key].skip_finished(config, items, case_fingerprint, collected)
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 

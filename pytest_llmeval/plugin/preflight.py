@@ -82,6 +82,7 @@ def check(
                 check_embedder(state.settings)
             except ConfigError as exc:
                 raise pytest.UsageError(_named(str(exc), "--llmeval-embedding-model")) from None
+        _check_something_decides(config, state, items)
     except pytest.UsageError as exc:
         _stop(session, str(exc))
 
@@ -220,6 +221,46 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
             why = unknown_key(gate, state.suites.get(gate.suite), known)
         if why is not None:
             raise pytest.UsageError(f"{source}: {why}")
+
+
+NO_GATE = "--llmeval-exit-on gates needs at least one gate (--llmeval-gate or a manifest's gates)"
+"""Under ``--llmeval-exit-on gates`` a missed case does not fail the run, so a run without a
+single gate would be green whatever its cases said."""
+
+
+def _check_something_decides(
+    config: pytest.Config, state: LLMEvalState, items: Sequence[EvalItem]
+) -> None:
+    """Under ``--llmeval-exit-on gates`` a missed case does not fail the run: something must
+    decide it, a gate (the command line's, a manifest's or a suite's own) or a baseline."""
+    if state.settings.exit_on != "gates" or state.settings.baseline is not None:
+        return
+    collected = config.stash[deselections_key].suites
+    deselected = config.stash[deselections_key].manifests
+    if state.settings.gate or _declares_gates(state, items, deselected):
+        return
+    if not _own_gates(state, collected):
+        raise pytest.UsageError(NO_GATE)
+
+
+def _declares_gates(
+    state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str]
+) -> bool:
+    """Whether a manifest of the selected (or all deselected) cases declares gates, or cannot
+    be read (its gates are then a gate problem that fails the run)."""
+    index = state.manifests
+    paths = {index.rootdir / name for name in collected}
+    paths |= {item.eval_file.path for item in items if item.eval_file.manifest_name}
+    for path in paths:
+        manifest = index.entry(path)
+        if isinstance(manifest, CaseFileError) or manifest.gates is not None:
+            return True
+    return False
+
+
+def _own_gates(state: LLMEvalState, collected: Iterable[str]) -> bool:
+    """Whether a collected suite judges gates of its own (the integration suite's)."""
+    return any(getattr(state.suites.get(name), "own_gates", False) for name in collected)
 
 
 def _manifest_gates(

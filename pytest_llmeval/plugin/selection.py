@@ -63,6 +63,11 @@ class Deselections:
                 found.add(item.category or "(none)")
         return report
 
+    def collected_nodeids(self) -> set[str]:
+        """The node id of every eval item collected so far, deselected or not (until the
+        collection finishes)."""
+        return set(self._collected)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         kept = {item.nodeid for item in session.items}
         shard = self.state.settings.shard

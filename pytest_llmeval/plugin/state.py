@@ -15,7 +15,7 @@ import functools
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,19 +224,35 @@ class LLMEvalState:
         config: pytest.Config,
         items: list[pytest.Item],
         case_fingerprint: Callable[[pytest.Item], str | None],
+        collected: Collection[str] | None = None,
     ) -> None:
         """When resuming, deselect the cases whose final result can be reused: same node id
         and same case fingerprint (the data row, expectations included). A changed case runs
         again and the terminal says how many did. A run dir from another dataset (no case in
         common, or every one changed) is a usage error unless
         ``--llmeval-resume-allow-mismatch``. ``case_fingerprint`` reads an item's case
-        fingerprint (``None`` for another kind of item, or a broken row)."""
+        fingerprint (``None`` for another kind of item, or a broken row).
+
+        ``collected``: the node id of every eval item collected now (before any deselection).
+        Earlier final results of cases not among them (their file or manifest renamed, moved
+        or deleted) would be counted beside the cases collected now, and a deleted manifest's
+        results without its gates: a usage error unless ``--llmeval-resume-allow-mismatch``."""
         if self.rescore and not hasattr(config, "workerinput"):
             self.resume_notes.append(
                 f"{len(self.rescore)} cases were judged by other scorers than pytest-llmeval "
                 f"{SCORERS_VERSION}'s; running them again"
             )
         if not self.finished:
+            return
+        gone = _not_collected(self.finished, collected, config)
+        if gone and not self.settings.resume_allow_mismatch:
+            self.refusal = _files_gone(self.run_dir, gone)
+            output = getattr(config, "workeroutput", None)
+            if output is None:
+                raise pytest.UsageError(self.refusal)
+            output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
+            config.hook.pytest_deselected(items=list(items))
+            items[:] = []
             return
         reused: list[pytest.Item] = []
         changed: list[str] = []
@@ -382,6 +398,33 @@ def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
     for folder in created:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only if empty: nothing of anyone else's goes
+
+
+def _not_collected(
+    finished: Mapping[str, Any], collected: Collection[str] | None, config: pytest.Config
+) -> dict[str, int]:
+    """The files (the part of a node id before ``::``) of the earlier final results whose
+    case is not collected now, each with how many; nothing under ``--lf``, which leaves whole
+    files uncollected on purpose."""
+    if collected is None or config.getoption("lf", False):
+        return {}
+    gone: dict[str, int] = {}
+    for nodeid in finished:
+        if nodeid not in collected:
+            where = nodeid.split("::", 1)[0]
+            gone[where] = gone.get(where, 0) + 1
+    return gone
+
+
+def _files_gone(run_dir: Path, gone: Mapping[str, int]) -> str:
+    names = sorted(gone)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"--llmeval-resume {run_dir}: {sum(gone.values())} of its finished cases belong to "
+        f"files or manifests not collected now ({shown}: renamed, moved or deleted?); resume "
+        "with the same files, or add --llmeval-resume-allow-mismatch to keep those results "
+        "anyway"
+    )
 
 
 def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:

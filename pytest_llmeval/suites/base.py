@@ -175,6 +175,10 @@ class SuiteBase(ABC):
     (``{}`` when the suite checks the value itself): a manifest key that neither names is an
     error. ``None``: the suite is handed whatever keys its manifests hold."""
 
+    own_gates: ClassVar[bool] = False
+    """Whether the suite judges gates of its own (its aggregate's ``gates``), so that
+    ``--llmeval-exit-on gates`` has something to decide by without a gate being given."""
+
     @abstractmethod
     def claims(self, path: Path, head: bytes) -> bool:
         """Whether a file (of which ``head`` is the first bytes) belongs to this suite."""
@@ -238,6 +242,7 @@ class ProtocolSuite(SuiteBase):
         # suite declares none of them; per wrapped suite, so set on the instance
         self.section_model = getattr(suite, "section_model", SuiteSection)  # type: ignore[misc]
         self.manifest_options = getattr(suite, "manifest_options", None)  # type: ignore[misc]
+        self.own_gates = getattr(suite, "own_gates", False) is True  # type: ignore[misc]
         self._own: dict[str, Callable[..., Any]] = {
             name: member
             for name in _OPTIONAL_METHODS

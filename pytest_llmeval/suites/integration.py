@@ -86,6 +86,7 @@ class IntegrationSuite(SuiteBase):
 
     name = "integration"
     section_model = IntegrationSection
+    own_gates = True
     manifest_options: ClassVar[dict[str, dict[str, Any]]] = {key: {} for key in OPTIONS}
     """Its manifest options; the suite checks their values with the header's."""
 

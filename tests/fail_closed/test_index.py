@@ -26,6 +26,13 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_an_optional_gate_never_hides_a_typo",
         "test_gates_on_real_categories_and_scores_still_run",
     ]),
+    "exit on gates needs a gate": ("verdict", [
+        "test_exit_on_gates_without_any_gate_is_a_usage_error",
+        "test_exit_on_gates_counts_a_manifests_and_a_suites_own_gates",
+    ]),
+    "a resume keeps no result of a file not collected now": ("state", [
+        "test_a_resume_with_results_of_files_not_collected_now_is_refused",
+    ]),
     "only a scored miss is an expected failure": ("verdict", [
         "test_a_run_where_every_case_errored_is_red",
         "test_under_exit_on_gates_a_miss_is_xfailed_an_error_is_not",

@@ -628,3 +628,46 @@ def test_a_changed_scoring_configuration_judges_the_cases_again_on_resume(
         "--llmeval-resume-allow-mismatch",
     )  # fmt: skip
     allowed.assert_outcomes(passed=3)  # judged again, under three repeats each
+
+
+# -- a resume never keeps results of files not collected now -------------------------------
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+@pytest.mark.parametrize("change", ["rename", "delete"])
+def test_a_resume_with_results_of_files_not_collected_now_is_refused(
+    pytester: pytest.Pytester, change: str, xdist: tuple[str, ...]
+) -> None:
+    """Two manifests over rows; one renamed (its cases were counted twice, the gate went
+    green) or the red one deleted (its results stayed, its gate was dropped: exit 1 -> 0).
+    Either is one usage error naming the file, nothing written; allow-mismatch keeps them."""
+    if xdist:
+        pytest.importorskip("xdist")
+    write_json(pytester, "data/good.json", CASES)
+    write_json(pytester, "data/bad.json", [{**CASES[0], "expected_output": "no"}])
+    pytester.makefile(".llmeval.yaml", good="suite: golden\ndata: data/good.json\n")
+    pytester.makefile(
+        ".llmeval.yaml",
+        bad="suite: golden\ndata: data/bad.json\ngates:\n  pass_rate: '>= 0.9'\n",
+    )
+    first = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", "--llmeval-exit-on", "gates")
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    bad = pytester.path / "bad.llmeval.yaml"
+    if change == "rename":
+        bad.rename(pytester.path / "bad2.llmeval.yaml")
+    else:
+        bad.unlink()
+    before = _snapshot(pytester.path / "run")
+    gate = ("--llmeval-gate", "golden.pass_rate>=0.5")  # a gate left once bad's is deleted
+    args = (*ECHO, "--llmeval-resume", "run", "--llmeval-exit-on", "gates", *gate, *xdist)
+    refused = pytester.runpytest(*args)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()[-2000:]
+    said = refused.stdout.str() + refused.stderr.str()
+    assert (
+        "1 of its finished cases belong to files or manifests not collected now "
+        "(bad.llmeval.yaml: renamed, moved or deleted?)"
+    ) in said
+    assert "Traceback" not in said
+    assert _snapshot(pytester.path / "run") == before
+    kept = pytester.runpytest(*args, "--llmeval-resume-allow-mismatch")
+    assert kept.ret != pytest.ExitCode.USAGE_ERROR

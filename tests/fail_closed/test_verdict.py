@@ -348,10 +348,10 @@ def test_a_run_where_every_case_errored_is_red(pytester: pytest.Pytester, exit_o
     pytester.makeconftest(DOWN)
     result = pytester.runpytest(
         "--llmeval-runner", "down", "--llmeval-exit-on", exit_on, "--llmeval-run-dir", "run",
-        "--junitxml", "junit.xml",
+        "--junitxml", "junit.xml", "--llmeval-gate", "golden.pass_rate>=0",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(errors=2, passed=1)  # the gate item passes: the errors decide
     run = pytester.path / "run"
     assert _outcomes(run) == {"a": "error", "b": "error"}
     assert not any(r.get("xfailed") for r in read_jsonl(run / "results.jsonl"))
@@ -403,7 +403,10 @@ def test_a_run_in_which_every_case_was_skipped_is_red(
     xfails every case: nothing was judged, so the run is red with one line saying so."""
     pytester.makeconftest(SKIPPING[conftest])
     write_json(pytester, "qa.golden.json", CASES)
-    result = pytester.runpytest("--llmeval-run-dir", "run", "--llmeval-exit-on", exit_on)
+    result = pytester.runpytest(
+        "--llmeval-run-dir", "run", "--llmeval-exit-on", exit_on,
+        "--llmeval-gate", "golden.pass_rate>=0.5",
+    )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert _outcomes(pytester.path / "run") == {"a": "skipped", "b": "skipped"}
     result.stdout.fnmatch_lines(["nothing was judged: all 2 eval case(s) were skipped*"])
@@ -838,3 +841,63 @@ def test_a_rubric_without_a_threshold_warns_once_naming_the_cases(
     assert "min_scores.rubric: a rubric score needs the case's rubric and a judge" in (
         again.stdout.str()
     )
+
+
+# -- exit on gates needs a gate ----------------------------------------------------------------
+
+NO_GATE_LINE = (
+    "ERROR: --llmeval-exit-on gates needs at least one gate (--llmeval-gate or a manifest's gates)"
+)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_exit_on_gates_without_any_gate_is_a_usage_error(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """Under ``--llmeval-exit-on gates`` a miss is an expected failure and the gates decide: with
+    no gate at all a run whose case missed exited 0. One usage error at the start instead."""
+    if workers:
+        pytest.importorskip("xdist")
+    write_json(pytester, "qa.golden.json", MISSING)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-exit-on", "gates", "--llmeval-run-dir", "run",
+        *workers,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([NO_GATE_LINE])
+    assert "xfailed" not in result.stdout.str()
+    assert not (pytester.path / "run").exists()
+
+
+def test_exit_on_gates_counts_a_manifests_and_a_suites_own_gates(
+    pytester: pytest.Pytester,
+) -> None:
+    """A manifest's ``gates:`` and the integration suite's own gates are gates; a session with
+    no eval case (``llmeval_exit_on = gates`` in the ini over unit tests) is not refused."""
+    pytester.makepyfile(test_unit="def test_ok():\n    pass\n")
+    plain = pytester.runpytest("--llmeval-exit-on", "gates", "-p", "no:cacheprovider")
+    assert plain.ret == pytest.ExitCode.OK
+    write_jsonl(pytester, "data/qa.jsonl", MISSING)
+    pytester.makefile(
+        ".llmeval.yaml", qa="suite: golden\ndata: data/qa.jsonl\ngates:\n  pass_rate: '>= 0.9'\n"
+    )
+    gated = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-exit-on", "gates", "--llmeval-run-dir", "run1",
+    )  # fmt: skip
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED  # the manifest's gate failed: not exit 4
+    assert NO_GATE_LINE not in gated.stderr.str()
+    (pytester.path / "qa.llmeval.yaml").unlink()
+    pytester.makeini("[pytest]\nllmeval_tool_registry = tools.json\n")
+    pytester.makeconftest(MODEL_CONFTEST)
+    write_json(pytester, "tools.json", TOOLS)
+    write_jsonl(pytester, "fixtures/tools/tools.jsonl", FIXTURES)
+    write_json(pytester, "scripts.json", SCRIPTS)
+    head = {"integration_span_cap": 3, "min_eligible_for_gates": 2}
+    write_jsonl(pytester, "data.integration.jsonl", [{"__header__": head}, *ITEMS])
+    own = pytester.runpytest(
+        "data.integration.jsonl", "--llmeval-runner", "steps", "--llmeval-exit-on", "gates",
+        "--llmeval-run-dir", "run2",
+    )  # fmt: skip
+    assert own.ret != pytest.ExitCode.USAGE_ERROR, own.stderr.str()
+    assert NO_GATE_LINE not in own.stderr.str()
+    assert (pytester.path / "run2" / "report.json").exists()

@@ -354,6 +354,7 @@ def test_the_option_logs_the_session_and_a_failure_fails_it(
     failed = scripted.runpytest(
         "--llmeval-runner", "scripted", "--llmeval-run-dir", "run2",
         "--llmeval-mlflow", "http://127.0.0.1:9/", "--llmeval-exit-on", "gates",
+        "--llmeval-gate", "golden.pass_rate>=0",
     )  # fmt: skip
     assert failed.ret == pytest.ExitCode.TESTS_FAILED
     assert (scripted.path / "run2" / "report.json").is_file()  # the run dir is never lost

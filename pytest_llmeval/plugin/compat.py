@@ -131,10 +131,10 @@ def xdist_collection_diff(
     return report.report_collection_diff(first, other, first_id, other_id)  # type: ignore[no-any-return]
 
 
-def rootdir_without(config: pytest.Config, value: str) -> Path | None:
-    """The rootdir pytest would have chosen had ``value`` not been on the command line, when
-    that rootdir or its ini file differs from the one it chose (``None`` otherwise, or when
-    it cannot be told)."""
+def rootdir_without(config: pytest.Config, value: str) -> tuple[Path, Path] | None:
+    """``(with, without)``: the rootdirs pytest chooses with ``value`` on the command line as a
+    path that exists, and had ``value`` not been there, when the two (or their ini files)
+    differ; ``None`` otherwise, or when it cannot be told."""
     from _pytest.config.findpaths import determine_setup
 
     invocation = config.invocation_params
@@ -143,6 +143,14 @@ def rootdir_without(config: pytest.Config, value: str) -> Path | None:
         return None
     without = list(args)
     without.remove(value)
+    # pytest passes over a path that does not exist yet, but a run dir the session creates
+    # exists for xdist workers, which determine their rootdir after the controller made it:
+    # judge the path as its nearest existing folder would be judged
+    path = Path(invocation.dir, value)
+    if not path.exists():
+        existing = next((p for p in path.parents if p.exists()), None)
+        if existing is not None:
+            args[args.index(value)] = str(existing)
     kwargs: dict[str, Any] = {
         "inifile": config.option.inifilename,
         "rootdir_cmd_arg": config.option.rootdir or None,
@@ -155,4 +163,4 @@ def rootdir_without(config: pytest.Config, value: str) -> Path | None:
         other = determine_setup(args=without, **kwargs)[:2]
     except Exception:  # pytest's own errors are reported by pytest; this is only a hint
         return None
-    return Path(other[0]) if chosen != other else None
+    return (Path(chosen[0]), Path(other[0])) if chosen != other else None

@@ -483,9 +483,10 @@ def _check_rootdir(config: pytest.Config) -> None:
         moved = rootdir_without(config, value)
         if moved is not None:
             raise pytest.UsageError(
-                f"{arg} {value}: pytest took this path for a test path and moved its rootdir "
-                f"or ini file to {config.rootpath} (from {moved}), which renames every case "
-                f"and can drop the project's settings and gates; write {arg}={value}"
+                f"{arg} {value}: pytest takes this path for a test path, which moves its "
+                f"rootdir or ini file to {moved[0]} (from {moved[1]}; xdist workers see the "
+                "path once the run has made it), renames every case and can drop the "
+                f"project's settings and gates; write {arg}={value}"
             )
 
 

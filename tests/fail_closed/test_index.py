@@ -114,6 +114,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_resume_path_is_relative_to_where_pytest_started",
         "test_a_spaced_resume_that_moves_the_rootdir_is_refused",
         "test_a_spaced_path_option_that_moves_the_ini_file_is_refused",
+        "test_a_spaced_run_dir_not_made_yet_is_judged_as_the_workers_will_see_it",
         "test_resuming_a_finished_run_rebuilds_its_reports_and_exits_as_it_did",
     ]),
     "one session owns a run dir": ("state", [

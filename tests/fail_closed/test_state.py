@@ -175,7 +175,7 @@ def test_a_spaced_resume_that_moves_the_rootdir_is_refused(pytester: pytest.Pyte
     os.chdir(pytester.path / "proj" / "sub")
     spaced = pytester.runpytest(*ECHO, "--llmeval-resume", "../runs/r1", ".")
     assert spaced.ret == pytest.ExitCode.USAGE_ERROR
-    spaced.stderr.fnmatch_lines(["*moved its rootdir*write --llmeval-resume=../runs/r1"])
+    spaced.stderr.fnmatch_lines(["*moves its rootdir*write --llmeval-resume=../runs/r1"])
 
 
 def test_resuming_a_finished_run_rebuilds_its_reports_and_exits_as_it_did(
@@ -471,7 +471,7 @@ def test_a_spaced_path_option_that_moves_the_ini_file_is_refused(
     spaced = pytester.runpytest(*ECHO, flag, value, ".")
     assert spaced.ret == pytest.ExitCode.USAGE_ERROR
     spaced.stderr.fnmatch_lines(
-        [f"ERROR: {flag} {value}: *moved its rootdir or ini file*write {flag}={value}"]
+        [f"ERROR: {flag} {value}: *moves its rootdir or ini file*write {flag}={value}"]
     )
     assert "INTERNALERROR" not in spaced.stderr.str()
     assert _snapshot(pytester.path / "out") == before
@@ -671,3 +671,31 @@ def test_a_resume_with_results_of_files_not_collected_now_is_refused(
     assert _snapshot(pytester.path / "run") == before
     kept = pytester.runpytest(*args, "--llmeval-resume-allow-mismatch")
     assert kept.ret != pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_spaced_run_dir_not_made_yet_is_judged_as_the_workers_will_see_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """xdist workers determine their rootdir after the controller made the run dir, so a
+    spaced ``--llmeval-run-dir ../runs/x`` moved their rootdir (and renamed every case, and
+    lost the datasets' hashes) although the controller's check saw no folder there yet."""
+    pytest.importorskip("xdist")
+    write_json(pytester, "proj/qa.golden.json", CASES)
+    os.chdir(pytester.path / "proj")
+    spaced = pytester.runpytest(*ECHO, "-n", "2", "--llmeval-run-dir", "../runs/x")
+    assert spaced.ret == pytest.ExitCode.USAGE_ERROR
+    spaced.stderr.fnmatch_lines(
+        ["*--llmeval-run-dir ../runs/x: *write --llmeval-run-dir=../runs/x"]
+    )
+    assert not (pytester.path / "runs").exists()
+    reports = {}
+    for name, extra in (("n0", ("-p", "no:xdist")), ("n2", ("-n", "2"))):
+        done = pytester.runpytest(*ECHO, *extra, f"--llmeval-run-dir=../runs/{name}")
+        assert done.ret == 0
+        reports[name] = json.loads((pytester.path / "runs" / name / "report.json").read_text())
+    assert (
+        reports["n2"]["datasets"]
+        == reports["n0"]["datasets"]
+        == {"qa.golden.json": reports["n0"]["datasets"]["qa.golden.json"]}
+    )
+    assert reports["n2"]["dataset_sha256"] == reports["n0"]["dataset_sha256"]

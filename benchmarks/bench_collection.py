@@ -70,7 +70,7 @@ def measure(
     only = ("--collect-only",) if mode == "collect" else ()
     runner = ("--llmeval-runner", "echo") if mode == "run" else ()
     runs = root / f"n{n}" / "runs"  # each run dir is removed once measured
-    collect = pytest_command(*only, *runner, "--llmeval-output-root", str(runs))
+    collect = pytest_command(*only, *runner, f"--llmeval-output-root={runs}")
     without = pytest_command(*only, "-p", "no:llmeval")
 
     def plugin(env: dict[str, str]) -> Sample:

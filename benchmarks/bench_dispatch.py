@@ -105,7 +105,7 @@ def measure(
             def go() -> Sample:
                 command = pytest_command(
                     "--llmeval-runner", "sleepy", "--llmeval-concurrency", str(concurrency),
-                    "--llmeval-run-dir", str(root / "runs" / f"run{next(runs):03d}"),
+                    f"--llmeval-run-dir={root / 'runs' / f'run{next(runs):03d}'}",
                 )  # fmt: skip
                 return run(command, llmeval, env)
 

@@ -79,7 +79,7 @@ def main() -> None:
         variants = {
             "collect": lambda: run(pytest_command(str(DATASET), "--collect-only"), ROOT, env),
             "run": lambda: run(
-                pytest_command(str(DATASET), "--llmeval-run-dir", str(run_dir)), ROOT, env
+                pytest_command(str(DATASET), f"--llmeval-run-dir={run_dir}"), ROOT, env
             ),
         }
         best = best_of(variants, 1 if ARGS.smoke else 3)

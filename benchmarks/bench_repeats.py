@@ -41,7 +41,7 @@ def main() -> None:
                     pytest_command(
                         "--llmeval-runner", "openai", "--llmeval-model", MODEL,
                         "--llmeval-base-url", url, "--llmeval-concurrency", str(CONCURRENCY),
-                        "--llmeval-repeats", str(k), "--llmeval-run-dir", str(root / f"k{k}"),
+                        "--llmeval-repeats", str(k), f"--llmeval-run-dir={root / f'k{k}'}",
                     ),
                     root,
                     env,

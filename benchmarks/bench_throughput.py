@@ -172,7 +172,7 @@ class Bench:
         return pytest_command(
             "--llmeval-runner", "openai", "--llmeval-model", MODEL,
             "--llmeval-base-url", self.url, "--llmeval-concurrency", str(concurrency),
-            "--llmeval-run-dir", str(run_dir), *extra,
+            f"--llmeval-run-dir={run_dir}", *extra,
         )  # fmt: skip
 
     def llmeval(

@@ -158,8 +158,7 @@ def bench_model(name: str, rows: list[dict[str, Any]], tmp: Path) -> None:
         run_dir = work / f"ours-{next(counter)}"
         sample = run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "w2c.llmeval.yaml",
-             "--llmeval-runner", "hf", f"--llmeval-model={model}", "--llmeval-run-dir",
-             str(run_dir)],
+             "--llmeval-runner", "hf", f"--llmeval-model={model}", f"--llmeval-run-dir={run_dir}"],
             work, env, ok_codes=(0, 1),
         )  # fmt: skip
         shutil.rmtree(work / "ours-last", ignore_errors=True)

@@ -338,9 +338,9 @@ def run_validation(
 
     unset_ini = ["-o", "llmeval_shard="]  # an ini llmeval_shard must not shard the baseline
     runs: list[tuple[str, list[str]]] = [
-        ("unsharded", ["--llmeval-run-dir", str(unsharded), *unset_ini])
+        ("unsharded", [f"--llmeval-run-dir={unsharded}", *unset_ini])
     ] + [
-        (path.name, ["--llmeval-run-dir", str(path), "--llmeval-shard", f"{index}/{shards}"])
+        (path.name, [f"--llmeval-run-dir={path}", "--llmeval-shard", f"{index}/{shards}"])
         for index, path in enumerate(shard_dirs)
     ]
     env = {**os.environ, **DETERMINISTIC_ENV}

@@ -47,6 +47,12 @@ from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.marks import CaseMarks
 from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import ResultBuilder
+from pytest_llmeval.plugin.resume_refusals import (
+    files_gone,
+    not_collected,
+    other_dataset,
+    other_scoring,
+)
 from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
@@ -244,9 +250,9 @@ class LLMEvalState:
             )
         if not self.finished:
             return
-        gone = _not_collected(self.finished, collected, config)
+        gone = not_collected(self.finished, collected, self.settings.rootdir)
         if gone and not self.settings.resume_allow_mismatch:
-            self.refusal = _files_gone(self.run_dir, gone)
+            self.refusal = files_gone(self.run_dir, gone)
             output = getattr(config, "workeroutput", None)
             if output is None:
                 raise pytest.UsageError(self.refusal)
@@ -270,9 +276,9 @@ class LLMEvalState:
                 rescored += same_row
         output = getattr(config, "workeroutput", None)
         if not reused and not self.settings.resume_allow_mismatch:
-            self.refusal = _other_dataset(self.run_dir, len(self.finished), len(changed))
+            self.refusal = other_dataset(self.run_dir, len(self.finished), len(changed))
             if changed and rescored == len(changed):
-                self.refusal = _other_scoring(self.run_dir, rescored)
+                self.refusal = other_scoring(self.run_dir, rescored)
             if output is None:
                 raise pytest.UsageError(self.refusal)
             output[REFUSAL_KEY] = self.refusal  # the controller stops; nothing runs here
@@ -400,58 +406,9 @@ def remove_unused(run_dir: Path, created: Sequence[Path]) -> None:
             folder.rmdir()  # only if empty: nothing of anyone else's goes
 
 
-def _not_collected(
-    finished: Mapping[str, Any], collected: Collection[str] | None, config: pytest.Config
-) -> dict[str, int]:
-    """The files (the part of a node id before ``::``) of the earlier final results whose
-    case is not collected now, each with how many; nothing under ``--lf``, which leaves whole
-    files uncollected on purpose."""
-    if collected is None or config.getoption("lf", False):
-        return {}
-    gone: dict[str, int] = {}
-    for nodeid in finished:
-        if nodeid not in collected:
-            where = nodeid.split("::", 1)[0]
-            gone[where] = gone.get(where, 0) + 1
-    return gone
-
-
-def _files_gone(run_dir: Path, gone: Mapping[str, int]) -> str:
-    names = sorted(gone)
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return (
-        f"--llmeval-resume {run_dir}: {sum(gone.values())} of its finished cases belong to "
-        f"files or manifests not collected now ({shown}: renamed, moved or deleted?); resume "
-        "with the same files, or add --llmeval-resume-allow-mismatch to keep those results "
-        "anyway"
-    )
-
-
-def _other_dataset(run_dir: Path, finished: int, changed: int) -> str:
-    flag = "--llmeval-resume"
-    if changed:
-        what = f"every one of its {changed} finished cases collected again has changed"
-    else:
-        what = f"none of its {finished} finished cases was collected"
-    return (
-        f"{flag} {run_dir}: made from another dataset ({what}); run from the same folder "
-        f"with the same data, or add --llmeval-resume-allow-mismatch to run them again here"
-    )
-
-
 PATH_FLAGS = tuple(spec.flag for spec in OPTIONS if spec.type == "path")
 """Every path-valued option: each one, written with a space before an existing path, is a
 path pytest looks at when it picks its rootdir and ini file."""
-
-
-def _other_scoring(run_dir: Path, changed: int) -> str:
-    return (
-        f"--llmeval-resume {run_dir}: the scoring configuration changed for every one of its "
-        f"{changed} finished cases collected again (a manifest's thresholds or options, "
-        "--llmeval-repeats, --llmeval-repeat-rule, the judge or embedder settings, "
-        "--llmeval-integration-mode, --llmeval-max-turns); resume with the same settings, or "
-        "add --llmeval-resume-allow-mismatch to judge them again here"
-    )
 
 
 SCORING_SETTINGS = (

@@ -20,9 +20,10 @@ from pytest_llmeval.report.compare import (
     p_text,
 )
 from pytest_llmeval.report.headlines import Headline, format_value
+from pytest_llmeval.report.html.render import environment
 
 if TYPE_CHECKING:
-    from jinja2 import Environment
+    pass
 
 __all__ = ["render_compare_html"]
 
@@ -33,23 +34,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-acti
 
 
 @functools.cache
-def _environment() -> Environment:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    return Environment(
-        loader=PackageLoader("pytest_llmeval.report.html", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        auto_reload=False,
-    )
-
-
-@functools.cache
 def _css() -> str:
-    env = _environment()
+    env = environment()
     assert env.loader is not None
     css = env.loader.get_source(env, STYLESHEET)[0]
     if "</style" in css.lower() or "<!--" in css:
@@ -62,7 +48,7 @@ def render_compare_html(comparison: Comparison) -> str:
     from markupsafe import Markup
 
     return (
-        _environment()
+        environment()
         .get_template(TEMPLATE)
         .render(
             csp=Markup(CSP),  # our own text

@@ -50,7 +50,8 @@ class Assets:
 
 
 @functools.cache
-def _environment() -> Environment:
+def environment() -> Environment:
+    """The one jinja2 environment of the package's pages (report.html, compare.html)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     return Environment(
@@ -65,7 +66,7 @@ def _environment() -> Environment:
 
 
 def _source(name: str) -> str:
-    env = _environment()
+    env = environment()
     assert env.loader is not None
     return env.loader.get_source(env, name)[0]
 
@@ -168,7 +169,7 @@ def html_pieces(
     }
     found = assets()
     page = (
-        _environment()
+        environment()
         .get_template(TEMPLATE)
         .render(
             title=title,

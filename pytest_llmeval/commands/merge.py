@@ -42,14 +42,15 @@ from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.inputs.manifest import ManifestIndex
-from pytest_llmeval.report import console, verdict
+from pytest_llmeval.report import console, run_verdict, verdict
 from pytest_llmeval.report.html.header import RunFacts
+from pytest_llmeval.report.run_verdict import recorded_faults
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import prepare_merge_dir
 from pytest_llmeval.rundir.files import tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
-from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report
+from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunVerdict
 from pytest_llmeval.rundir.read import RunRecord, manifests_named, read_run
 from pytest_llmeval.suites.base import SuiteContext
 from pytest_llmeval.suites.builtin import builtin_suites
@@ -106,6 +107,16 @@ class Merged:
         """0 or 1, as the unsharded session would exit (``--llmeval-exit-on`` included)."""
         return self.verdict.exit_code(self.results, self.settings.exit_on)
 
+    def record(self) -> RunVerdict:
+        """The merge's verdict as ``manifest.json`` and report.html show it."""
+        return run_verdict.record(
+            self.verdict,
+            self.results,
+            exit_on=self.settings.exit_on,
+            interrupted=self.report.interrupted,
+            exit_status=self.exit_code,
+        )
+
 
 def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     """The merged run of ``runs``, in memory (nothing is written).
@@ -150,7 +161,13 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     report.interrupted = _interrupted(earlier, results)
     manifests = ManifestIndex(settings.rootdir).present(manifests_named(results))
     gates, problems = verdict.gather_gates(settings, results, earlier, manifests)
-    judged = verdict.judge(report, results, settings, gates, problems)
+    # what only a shard's session knew (a crashed worker, a leak) fails the merge too
+    faults = [
+        Fault(fault.kind, f"{run.path.name}: {fault.message}")
+        for run in ordered
+        for fault in recorded_faults(run.manifest.verdict)
+    ]
+    judged = verdict.judge(report, results, settings, gates, problems, faults)
     return Merged(settings, writer, results, runners, report, judged)
 
 
@@ -222,16 +239,17 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
     started = sorted(r.manifest.started for r in ordered if r.manifest.started)
     finished = sorted(r.manifest.finished for r in ordered if r.manifest.finished)
     settings = merged.settings
+    ending = merged.record()
     facts = RunFacts(  # the page's header: the first shard's start, the shards' time summed
         started=started[0] if started else None,
         duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
         runner=settings.runner,
         model=settings.model,
-        exit_on=settings.exit_on,
+        verdict=ending,
     )
     artifacts = writer.suite_artifacts(merged.results)
     written = writer.write(merged.results, merged.report, artifacts, facts=facts)
-    writer.write_manifest(
+    manifest = writer.write_manifest(
         settings=merged.settings,
         invocation=invocation,
         started=started[0] if started else None,
@@ -252,12 +270,17 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
             )
             for run in ordered
         ],
+        verdict=ending,
     )
     merged.written = written
     leaks = find_leaks([out_dir], writer.redactor.secrets)
     merged.verdict.faults += [
         Fault("leak", f"leak check: a configured secret's value is in {p}") for p in leaks
     ]
+    if leaks:  # the merged run dir must not read greener than the merge ends
+        ending = merged.record()
+        facts = facts.model_copy(update={"verdict": ending})
+        writer.rewrite_verdict(manifest, ending, merged.results, merged.report, facts)
     return written
 
 

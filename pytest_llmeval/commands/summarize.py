@@ -2,9 +2,11 @@
 
 Results come from the journal when there is one (so a crashed run can be summarized),
 otherwise from ``results.jsonl``. The run is judged again as the session judged it
-(:func:`pytest_llmeval.plugin.verdict.judge`): its ``--llmeval-gate`` settings, its manifests'
+(:func:`pytest_llmeval.report.verdict.judge`): its ``--llmeval-gate`` settings, its manifests'
 gates (and those the old report recorded), the suites' own gates, and its baseline — compared
-again, or, when the baseline file is gone, the old report's comparison is kept.
+again, or, when the baseline file is gone, the old report's comparison is kept. What only the
+session knew (a worker that crashed after its case was judged, a leak: the faults of the
+verdict ``manifest.json`` records) stands, and the verdict judged again is recorded there.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from pathlib import Path
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.inputs.manifest import ManifestIndex
-from pytest_llmeval.report import verdict
+from pytest_llmeval.report import run_verdict, verdict
 from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.html.header import RunFacts
+from pytest_llmeval.report.run_verdict import recorded_faults
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import RunDirLock
-from pytest_llmeval.rundir.files import is_run_dir
+from pytest_llmeval.rundir.files import is_run_dir, write_json
 from pytest_llmeval.rundir.models import Report
 from pytest_llmeval.rundir.read import RunRecord, manifests_named, read_run
 from pytest_llmeval.suites.base import SuiteContext
@@ -68,22 +71,35 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
     earlier = [run.report] if run.report is not None else []
     manifests = ManifestIndex(settings.rootdir).present(manifests_named(run.results))
     gates, problems = verdict.gather_gates(settings, run.results, earlier, manifests)
-    judged = verdict.judge(report, run.results, settings, gates, problems)
+    # what only the session knew (a crashed worker, a leak) is not in its files: it stands
+    faults = recorded_faults(run.manifest.verdict)
+    judged = verdict.judge(report, run.results, settings, gates, problems, faults)
     if report.baseline is None and run.report is not None and run.report.baseline is not None:
         # not compared again (the baseline file is gone): the session's comparison stands
         report.baseline = run.report.baseline
         judged.baseline_diff, judged.baseline_refusal = run.report.baseline, None
     diff = report.baseline
     extra = "\n" + diff_markdown(diff) if diff is not None else ""
-    facts = RunFacts(  # the page's header, as the session wrote it
+    code = _exit_code(judged, run, settings)
+    ending = run_verdict.record(
+        judged,
+        run.results,
+        exit_on=settings.exit_on,
+        interrupted=report.interrupted or run.manifest.interrupted,
+        exit_status=code,
+    )
+    facts = RunFacts(  # the page's header, as the session wrote it, with the new verdict
         started=run.manifest.started,
         duration_s=run.manifest.duration_s,
         runner=settings.runner,
         model=settings.model,
-        exit_on=settings.exit_on,
+        verdict=ending,
     )
     writer.write(run.results, report, writer.suite_artifacts(run.results), extra, facts=facts)
-    return Summarized(report, judged, _exit_code(judged, run, settings))
+    # the manifest keeps what the session wrote; its verdict is the one judged now
+    manifest = run.manifest.model_copy(update={"verdict": ending})
+    write_json(writer.layout.manifest, manifest.dump())
+    return Summarized(report, judged, code)
 
 
 def _exit_code(judged: verdict.Verdict, run: RunRecord, settings: Settings) -> int:

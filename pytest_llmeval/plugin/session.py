@@ -7,9 +7,10 @@ results reach it on the test reports, from this process or from xdist workers al
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,16 +23,29 @@ from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
-from pytest_llmeval.report import verdict
+from pytest_llmeval.report import run_verdict, verdict
 from pytest_llmeval.report.baseline.file import BaselineCase, not_blessed, subset_of, write_baseline
 from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.latest import point_latest
-from pytest_llmeval.rundir.models import Report
+from pytest_llmeval.rundir.models import Report, RunManifest, RunVerdict
+
+if TYPE_CHECKING:  # imported where a session ends: every session starts faster
+    from pytest_llmeval.report.html.header import RunFacts
+    from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.read import manifests_named
 
 session_report_key = pytest.StashKey["SessionReport"]()
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What the session wrote its verdict with: to write it again if it changes."""
+
+    writer: RunWriter
+    manifest: RunManifest
+    facts: RunFacts
 
 
 class SessionReport:
@@ -58,6 +72,8 @@ class SessionReport:
         """xdist workers that died after their case was judged (a teardown): red."""
         self.latest_warning: str | None = None
         """Why ``<output root>/latest`` was not pointed at this run (a file of the user's)."""
+        self.written: _Written | None = None
+        """The manifest and page facts as written, to write the verdict again if it changes."""
         try:  # a bad --llmeval-gate is a usage error, up front
             verdict.cli_gates(state.settings)
         except ConfigError as exc:
@@ -125,6 +141,8 @@ class SessionReport:
         # gates on cases that were all deselected are judged (partial), never dropped
         selection = session.config.stash[deselections_key]
         gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
+        if self.state.finished and not refused:
+            self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         # an empty shard writes its run dir too
         if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
@@ -135,21 +153,45 @@ class SessionReport:
                 self.verdict.faults.append(Fault("write", message))
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
-            self.verdict.faults += [Fault("crash", message) for message in self.crashes]
+            # the session's own faults, also when the run dir could not be written
+            self.verdict.faults += [f for f in self._faults() if f not in self.verdict.faults]
             log_gate_reports(session, gate_test_reports(self.verdict))
-        if self.state.finished and not refused:
-            self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-            session.exitstatus = _resumed_status(session, settings.exit_on, self.results)
-        session.exitstatus = self._exit_status(session.exitstatus)
-        if self.unjournaled:  # cases were run that no journal holds
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # told by a worker
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        told = refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR  # by a worker
+        session.exitstatus = self._status(session)
+        if told:
             _say(session, f"ERROR: {self.state.refusal}")
         result = yield
         self._leak_check(session)
         session.exitstatus = self._exit_status(session.exitstatus)
+        self._record_late(session)
         return result
+
+    def _faults(self) -> list[Fault]:
+        """What only this session knows fails the run: workers that died after their case
+        was judged, a journal that stopped."""
+        faults = [Fault("crash", message) for message in self.crashes]
+        if self.unjournaled:
+            faults.append(
+                Fault(
+                    "journal",
+                    "a journal stopped: cases ran that no journal holds (resume runs them again)",
+                )
+            )
+        return faults
+
+    def _status(self, session: pytest.Session) -> int | pytest.ExitCode:
+        """The session's exit status once the verdict is known (the run dir's record of it is
+        written with this status, before the session's last writers and the leak check)."""
+        status = session.exitstatus
+        refused = self.state.refusal is not None
+        if self.state.finished and not refused:
+            status = _resumed_status(status, self.state.settings.exit_on, self.results)
+        status = self._exit_status(status)
+        if self.unjournaled:  # cases were run that no journal holds
+            status = pytest.ExitCode.TESTS_FAILED
+        if refused:  # told by a worker
+            status = pytest.ExitCode.USAGE_ERROR
+        return status
 
     def _exit_status(self, current: int | pytest.ExitCode) -> int | pytest.ExitCode:
         """The verdict's exit status; a run cut short never exits 0 (pytest's own status
@@ -159,6 +201,40 @@ class SessionReport:
         if status == pytest.ExitCode.OK and self.report is not None and self.report.interrupted:
             return current if current != pytest.ExitCode.OK else pytest.ExitCode.INTERRUPTED
         return status
+
+    def _record(self, status: int) -> RunVerdict:
+        """The run's verdict as ``manifest.json`` and report.html show it."""
+        interrupted = self.report.interrupted if self.report is not None else None
+        return run_verdict.record(
+            self.verdict,
+            self.results.values(),
+            exit_on=self.state.settings.exit_on,
+            interrupted=interrupted,
+            exit_status=int(status),
+        )
+
+    def _record_late(self, session: pytest.Session) -> None:
+        """Write the verdict again when what came after the run dir was written (a leak, an
+        MLflow failure, another plugin) changed it: the run dir never reads greener than
+        the session ended."""
+        written = self.written
+        if written is None or written.manifest.verdict is None or self.report is None:
+            return
+        final = self._record(session.exitstatus)
+        if final == written.manifest.verdict:
+            return
+        facts = written.facts.model_copy(update={"verdict": final})
+        results = [self.results[key] for key in sorted(self.results)]
+        try:
+            manifest = written.writer.rewrite_verdict(
+                written.manifest, final, results, self.report, facts
+            )
+        except (OSError, UnicodeError, LLMEvalError) as exc:
+            message = f"could not write the run's verdict into {self.run_dir}: {exc}"
+            _say(session, f"llmeval: {message}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.written = _Written(written.writer, manifest, facts)
 
     def _write(self, session: pytest.Session) -> None:
         # what only the end of a session needs is imported here: every session starts faster
@@ -183,7 +259,7 @@ class SessionReport:
         reused = manifests_named(result for result, _ in state.finished.values())
         manifests = state.manifests.present(named | reused)
         gates, problems = verdict.gather_gates(settings, results, manifests=manifests)
-        self.verdict = verdict.judge(report, results, settings, gates, problems)
+        self.verdict = verdict.judge(report, results, settings, gates, problems, self._faults())
         blessed = report.without_baseline().dump() if settings.update_baseline else {}
         subset = subset_of(blessed, settings.shard) if settings.update_baseline else None
         if settings.update_baseline is not None and interrupted is not None:
@@ -211,18 +287,19 @@ class SessionReport:
             return not distributed and result.nodeid not in earlier
 
         problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+        ending = self._record(self._status(session))  # as the session will exit
         facts = RunFacts(  # the page's header: manifest.json is written after it
             started=self.started.isoformat(),
             duration_s=round((datetime.now(timezone.utc) - self.started).total_seconds(), 3),
             runner=settings.runner,
             model=settings.model,
-            exit_on=settings.exit_on,
+            verdict=ending,
         )
         written = writer.write(
             results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
         )
         finished = datetime.now(timezone.utc)
-        writer.write_manifest(
+        manifest = writer.write_manifest(
             settings=settings,
             # URL credentials and secret-named options masked (the writer's pass sees no names)
             invocation=state.redactor.argv(state.config.invocation_params.args),
@@ -234,7 +311,9 @@ class SessionReport:
             attempt=state.attempt,
             artifacts=written,
             interrupted=interrupted,
+            verdict=ending,
         )
+        self.written = _Written(writer, manifest, facts)
         self.latest_warning = point_latest(settings.output_root, self.run_dir)
         if settings.mlflow:
             try:
@@ -355,12 +434,11 @@ def placeholder_notice(names: list[str]) -> str:
 
 
 def _resumed_status(
-    session: pytest.Session, exit_on: str, results: dict[str, CaseResult]
+    status: int | pytest.ExitCode, exit_on: str, results: dict[str, CaseResult]
 ) -> int | pytest.ExitCode:
     """A resumed session's status counts the earlier attempts' cases too: a failure found
     before the interruption still fails the run, and a resume with nothing left to run exits
     as the finished run did (never "no tests collected")."""
-    status = session.exitstatus
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return status
     missed = any(r.outcome in ("failed", "error") and not r.xfailed for r in results.values())

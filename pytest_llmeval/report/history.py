@@ -1,11 +1,9 @@
 """Run history: one run dir at a glance (date, runner and model, headline numbers, verdict),
 and the lines ``python -m pytest_llmeval runs`` prints for a whole output root.
 
-The verdict is read back from what the run dir holds, as the session decided it: ``failed``
-when a gate failed, the baseline regressed, a case errored or nothing was judged, or (with
-``--llmeval-exit-on all``, the default) a case failed that was not an expected miss;
-``partial`` when the run was cut short or a gate judged only part of its cases; ``passed``
-otherwise.
+The verdict is the one the session recorded in ``manifest.json``
+(:class:`~pytest_llmeval.rundir.models.RunVerdict`): ``failed``, ``partial`` or ``passed``,
+with its reasons.
 """
 
 from __future__ import annotations
@@ -17,14 +15,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_llmeval.report.headlines import Headline, format_headline, headlines
-from pytest_llmeval.rundir.models import Interrupted
+from pytest_llmeval.report.run_verdict import decide
+from pytest_llmeval.rundir.models import Interrupted, VerdictStatus
 from pytest_llmeval.rundir.outcomes import RunOutcomes
 
 __all__ = [
     "EntryKind",
     "ListedEntry",
     "RunSummary",
-    "RunVerdict",
     "history_lines",
     "run_summary",
     "run_verdict",
@@ -32,7 +30,6 @@ __all__ = [
     "started_text",
 ]
 
-RunVerdict = Literal["passed", "failed", "partial"]
 EntryKind = Literal["foreign", "broken", "unfinished", "in use"]
 
 
@@ -57,7 +54,7 @@ class RunSummary(BaseModel):
     """Eval cases with a result."""
     suites: dict[str, list[Headline]]
     """Each suite's headline numbers."""
-    verdict: RunVerdict
+    verdict: VerdictStatus
     reasons: list[str]
     """Why the verdict is not ``passed`` (a gate, errored cases, a regression ...)."""
     interrupted: Interrupted | None
@@ -102,10 +99,14 @@ def run_summary(run: RunOutcomes) -> RunSummary:
     )
 
 
-def run_verdict(run: RunOutcomes) -> tuple[RunVerdict, list[str]]:
-    """The run's verdict from its report and case outcomes, and the reasons for it (as
-    :mod:`pytest_llmeval.report.verdict` decided it for the session: gates, the baseline,
-    errored cases, nothing judged, and failed cases unless ``--llmeval-exit-on gates``)."""
+def run_verdict(run: RunOutcomes) -> tuple[VerdictStatus, list[str]]:
+    """The run's verdict and the reasons for it: as its session (or ``merge``, or
+    ``summarize``) recorded it in ``manifest.json``; judged from the files with the same rule
+    (:func:`~pytest_llmeval.report.run_verdict.decide`) for a run dir written before it was
+    recorded."""
+    recorded = run.manifest.verdict
+    if recorded is not None:
+        return recorded.status, list(recorded.reasons)
     report, outcomes = run.report, run.outcomes
     gates = report.gates.results if report.gates is not None else []
     reasons = [f"gate {g.gate.name} failed" for g in gates if g.failed]
@@ -121,14 +122,9 @@ def run_verdict(run: RunOutcomes) -> tuple[RunVerdict, list[str]]:
     missed = sum(1 for o in outcomes if o.outcome == "failed" and not o.xfailed)
     if missed and exit_on == "all":
         reasons.append(f"{missed} case(s) failed")
-    if reasons:
-        return "failed", reasons
-    if interrupted is not None:
-        return "partial", [f"cut short ({interrupted.reason})"]
     partial = sum(1 for g in gates if g.status == "partial")
-    if partial:
-        return "partial", [f"{partial} gate(s) judged a subset of their cases"]
-    return "passed", []
+    judged = decide(reasons, interrupted=interrupted, partial_gates=partial, exit_status=None)
+    return judged.status, judged.reasons
 
 
 def runner_text(summary: RunSummary) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "EXIT_TESTS_FAILED",
     "GATES_NODE",
     "Fault",
+    "FaultKind",
     "Verdict",
     "cli_gates",
     "exit_status",
@@ -58,7 +59,7 @@ EXIT_TESTS_FAILED = 1
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged", "baseline"]
+FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged", "baseline", "journal"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Fault:
     configured secret's value is in a written file; ``crash``: an xdist worker died after its
     case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
     was skipped, so nothing was judged; ``baseline``: the baseline asked for was not written
-    (the run judged a subset)."""
+    (the run judged a subset); ``journal``: cases ran that no journal holds (a full disk)."""
     message: str
 
 
@@ -162,15 +163,18 @@ def judge(
     settings: Settings,
     gates: Sequence[Gate],
     gate_problems: Sequence[str] = (),
+    faults: Sequence[Fault] = (),
 ) -> Verdict:
     """Check ``gates`` and the suites' own gates against ``report`` and compare it with the
-    settings' baseline; both are written into ``report`` (``gates``, ``baseline``)."""
+    settings' baseline; both are written into ``report`` (``gates``, ``baseline``).
+    ``faults`` are the caller's own (a crashed worker, a journal that stopped)."""
     body = report.without_baseline().dump()
     verdict = Verdict(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
         gate_problems=list(gate_problems),
         broken=[r.nodeid for r in results if is_broken(r)],
         errored=[r.nodeid for r in results if r.outcome == "error" and not is_broken(r)],
+        faults=list(faults),
     )
     report.gates = GatesSection.of(verdict.gate_results) if verdict.gate_results else None
     unjudged = nothing_judged(results)

@@ -27,7 +27,13 @@ from pytest_llmeval.report.html import html_pieces
 from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
-from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunManifest
+from pytest_llmeval.rundir.models import (
+    Interrupted,
+    MergedFrom,
+    Report,
+    RunManifest,
+    RunVerdict,
+)
 from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
 from pytest_llmeval.tools.broker import ToolBroker
 
@@ -122,13 +128,34 @@ class RunWriter:
         summary += self._suite_markdown(file_artifacts)
         summary += summary_extra
         write_text(layout.summary, redact.text(summary))
-        # results are redacted where they are made (and in the journals they are read from);
-        # the page gets a text pass on top, as every other file does, piece by piece (no piece
-        # splits a text): the page is streamed, never held whole
-        write_text(
-            layout.html, (redact.text(piece) for piece in html_pieces(body, results, facts=facts))
-        )
+        self._write_page(body, results, facts)
         return sorted([*REPORT_FILES, *(name for name, _ in file_artifacts)])
+
+    def _write_page(
+        self, body: dict[str, Any], results: Sequence[CaseResult], facts: RunFacts | None
+    ) -> None:
+        """report.html of the redacted report ``body``. Results are redacted where they are
+        made (and in the journals they are read from); the page gets a text pass on top, as
+        every other file does, piece by piece (no piece splits a text): the page is streamed,
+        never held whole."""
+        redact = self.redactor
+        pieces = html_pieces(body, results, facts=facts)
+        write_text(self.layout.html, (redact.text(piece) for piece in pieces))
+
+    def rewrite_verdict(
+        self,
+        manifest: RunManifest,
+        verdict: RunVerdict,
+        results: Sequence[CaseResult],
+        report: Report,
+        facts: RunFacts,
+    ) -> RunManifest:
+        """``manifest.json`` and report.html again, with ``verdict``: a fault found after they
+        were written (a leaked secret, an MLflow failure) changed how the run ended."""
+        manifest = manifest.model_copy(update={"verdict": verdict})
+        self._write_page(self.redactor.value(report.dump()), results, facts)
+        write_json(self.layout.manifest, manifest.dump())
+        return manifest
 
     def write_manifest(
         self,
@@ -144,6 +171,7 @@ class RunWriter:
         artifacts: list[str],
         merged_from: list[MergedFrom] | None = None,
         interrupted: Interrupted | None = None,
+        verdict: RunVerdict | None = None,
     ) -> RunManifest:
         """``manifest.json``, once, after every other file (it lists them): this plugin's and
         this interpreter's versions, and the settings, invocation and environment redacted."""
@@ -165,6 +193,7 @@ class RunWriter:
             artifacts=artifacts,
             merged_from=merged_from,
             interrupted=interrupted,
+            verdict=verdict,
         )
         write_json(self.layout.manifest, manifest.dump())
         return manifest

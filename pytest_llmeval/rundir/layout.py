@@ -43,9 +43,11 @@ ARTIFACTS: tuple[Artifact, ...] = (
         "manifest.json",
         "json",
         "report.writer.RunWriter.write_manifest",
-        ("rundir.read", "summarize", "merge", "baseline", "mlflow"),
+        ("rundir.read", "summarize", "merge", "runs", "compare", "baseline", "mlflow"),
         "settings, fingerprints of the environment (git, python, pytest), start and end, shard, "
-        "the artifacts written; once per session, at its end",
+        "the artifacts written, and the verdict (status, exit status, reasons); once per "
+        "session, at its end (its verdict written again if the leak check or MLflow changes "
+        "it; summarize records the verdict it judges again)",
     ),
     Artifact(
         "journal/<attempt>/<process>-<pid>.jsonl",

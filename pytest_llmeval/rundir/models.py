@@ -38,10 +38,13 @@ __all__ = [
     "GatesSection",
     "Interrupted",
     "Number",
+    "RecordedFault",
     "Report",
     "RunManifest",
+    "RunVerdict",
     "SuiteSection",
     "Totals",
+    "VerdictStatus",
 ]
 
 REPORT_VERSION = "1.0.0"
@@ -260,6 +263,41 @@ class MergedFrom(BaseModel):
     duration_s: float | None
 
 
+VerdictStatus = Literal["passed", "failed", "partial"]
+
+
+class RecordedFault(BaseModel):
+    """A reason the run failed that only its session knew (a worker crash, a leak ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    """``crash``, ``write``, ``mlflow``, ``leak``, ``unjudged``, ``baseline``, ``journal``."""
+    message: str
+    """The line the terminal printed."""
+
+
+class RunVerdict(BaseModel):
+    """``verdict`` of ``manifest.json``: how the session that wrote the run dir ended, and
+    why. ``runs``, ``compare`` and report.html read it back instead of judging the run's
+    files again, which cannot see what only the session knew (a crashed worker, a leak)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: VerdictStatus
+    """``failed`` when a gate failed or could not be read, the baseline regressed or was
+    refused, a case errored, nothing was judged, a fault (a crash, a leak, an unwritable file)
+    or, with ``--llmeval-exit-on all``, a case failed that was not an expected miss; also any
+    other non-zero exit of a run that was not cut short. ``partial`` when the run was cut short
+    or a gate judged a subset of its cases; ``passed`` otherwise."""
+    exit_status: int | None
+    """The session's exit status; ``None`` when the verdict was read from the files alone."""
+    reasons: list[str]
+    """Why the status is not ``passed``, one line each."""
+    faults: list[RecordedFault] = []
+    """The faults among the reasons, by kind: ``summarize`` keeps those it cannot see again."""
+
+
 class RunManifest(BaseModel):
     """``manifest.json``: what ran, where and when; written once, at the end of a session."""
 
@@ -284,11 +322,13 @@ class RunManifest(BaseModel):
     """A merged run dir's shards."""
     interrupted: Interrupted | None = None
     """Present when the run was cut short (as ``report.json`` ``interrupted``)."""
+    verdict: RunVerdict | None = None
+    """How the session ended and why; absent from run dirs written before it was recorded."""
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=False, exclude=_absent(self))
 
 
 def _absent(manifest: RunManifest) -> set[str]:
-    optional = ("merged_from", "interrupted")
+    optional = ("merged_from", "interrupted", "verdict")
     return {name for name in optional if getattr(manifest, name) is None}

@@ -132,6 +132,14 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_validate_sharding_never_deletes_a_run_dir_it_did_not_make",
         "test_merge_never_deletes_an_input",
     ]),
+    "a run dir records how its session ended, and every reader shows it": ("recorded", [
+        "test_a_worker_crash_after_judging_reads_failed_everywhere",
+        "test_a_leak_found_after_the_reports_reads_failed_everywhere",
+        "test_a_plain_test_failing_beside_the_evals_fails_the_run",
+        "test_a_cut_short_run_records_partial_with_its_exit_status",
+        "test_a_run_dir_without_a_recorded_verdict_is_judged_from_its_files",
+        "test_a_merge_keeps_what_only_a_shards_session_knew",
+    ]),
     "summarize and a reused run dir judge one run, and say so": ("state", [
         "test_summarize_exits_as_its_verdict_says",
         "test_a_fresh_session_in_a_used_run_dir_never_mixes_with_the_last",

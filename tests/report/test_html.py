@@ -30,6 +30,7 @@ from pytest_llmeval.report.gates import (
 from pytest_llmeval.report.html import DATA_ELEMENT_ID, MAX_CHARS, latency_buckets, render_html
 from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.report.html.render import assets
+from pytest_llmeval.rundir.models import RunVerdict
 from pytest_llmeval.suites.base import SuiteRegistry
 
 BREAKOUT = '</script><script>document.body.dataset.pwned = "1"</script><!--'
@@ -883,7 +884,10 @@ def header_page() -> tuple[dict[str, Any], list[CaseResult]]:
 
 def test_the_header_shows_the_run_and_each_suites_headline() -> None:
     report, results = header_page()
-    facts = RunFacts(started="2026-11-26T11:24:05+00:00", duration_s=83.4, runner="openai")
+    failed = RunVerdict(status="failed", exit_status=1, reasons=["1 case(s) failed"])
+    facts = RunFacts(
+        started="2026-11-26T11:24:05+00:00", duration_s=83.4, runner="openai", verdict=failed
+    )
     page = without_data(render_html(report, results, facts=facts))
     shown_facts = dict(re.findall(r'data-fact="([^"]+)"><dt>[^<]*</dt><dd[^>]*>([^<]*)</dd>', page))
     assert shown_facts == {
@@ -894,12 +898,14 @@ def test_the_header_shows_the_run_and_each_suites_headline() -> None:
     row = re.search(r'<tr class="headline-row" data-suite="golden">(.*?)</tr>', page)
     assert row is not None  # 2 of 4 judged passed: 50.0% with its Wilson interval
     assert '<span class="headline">pass rate 50.0% [15.0-85.0]</span>' in row.group(1)
-    # with no prices there is no cost; an expected miss alone does not fail the run
+    # with no prices there is no cost; the verdict is the writer's record, as it says
     del report["totals"]["cost_usd"]
-    results = [r for r in results if r.error != "a real miss"]
-    page = render_html(report, results, facts=facts)
+    passed = RunVerdict(status="passed", exit_status=0, reasons=[])
+    page = render_html(report, results, facts=facts.model_copy(update={"verdict": passed}))
     assert 'data-fact="cost"' not in page
     assert '<dd class="verdict passed">passed</dd>' in page
+    # a page written with no verdict (a test's, a caller's) claims none
+    assert 'data-fact="verdict"' not in render_html(report, results)
 
 
 @browser

@@ -4,25 +4,23 @@ A line of run facts (runner and model, date, plugin version, tokens, cost, durat
 and each suite's headline numbers, as ``runs`` and ``compare`` show them
 (:mod:`pytest_llmeval.report.headlines`). Everything is read from the ``report.json`` body and
 the case results the page is made of, plus the few facts only the session knows when the page
-is written (:class:`RunFacts`: ``manifest.json`` is written after it).
+is written (:class:`RunFacts`: ``manifest.json`` is written after it), the verdict among them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.headlines import format_headline, headlines
 from pytest_llmeval.report.history import started_text
-from pytest_llmeval.rundir.models import Report
+from pytest_llmeval.rundir.models import Report, RunVerdict
 
-__all__ = ["Fact", "HeadlineRow", "RunFacts", "page_verdict", "run_facts", "suite_headlines"]
-
-PageVerdict = Literal["passed", "failed", "partial"]
+__all__ = ["Fact", "HeadlineRow", "RunFacts", "run_facts", "suite_headlines"]
 
 
 class RunFacts(BaseModel):
@@ -38,8 +36,9 @@ class RunFacts(BaseModel):
     """The runner asked for (``--llmeval-runner``)."""
     model: str | None = None
     """The model asked for (``--llmeval-model``), if any."""
-    exit_on: Literal["all", "gates"] = "all"
-    """``--llmeval-exit-on``: whether a failed case fails the run (``all``) or only gates do."""
+    verdict: RunVerdict | None = None
+    """How the run ended (``manifest.json`` ``verdict``): the writer's own record, never
+    judged again from the page's data, which cannot see what only the session knew."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,9 @@ def run_facts(
         out.append(Fact("cost", f"${cost:,.4f}"))
     if facts.duration_s is not None:
         out.append(Fact("duration", _duration(facts.duration_s)))
-    verdict = page_verdict(report, results, facts.exit_on)
-    out.append(Fact("verdict", verdict, verdict))
+    if facts.verdict is not None:
+        status = facts.verdict.status
+        out.append(Fact("verdict", status, status))
     return tuple(out)
 
 
@@ -92,30 +92,6 @@ def suite_headlines(report: dict[str, Any]) -> tuple[HeadlineRow, ...]:
         HeadlineRow(suite, tuple(format_headline(h) for h in rows))
         for suite, rows in headlines(typed).items()
     )
-
-
-def page_verdict(
-    report: dict[str, Any], results: Sequence[CaseResult], exit_on: str = "all"
-) -> PageVerdict:
-    """The run's verdict as ``runs`` reads it back (:func:`..history.run_verdict`): ``failed``
-    on a failed gate, a regression, an errored case, nothing judged or (exit on ``all``) a
-    failed case that was not an expected miss; ``partial`` when cut short or a gate judged a
-    subset; ``passed`` otherwise."""
-    gates = report.get("gates")
-    rows = gates.get("results") if isinstance(gates, dict) else None
-    rows = [g for g in rows if isinstance(g, dict)] if isinstance(rows, list) else []
-    statuses = [g.get("status", "passed" if g.get("passed", True) else "failed") for g in rows]
-    baseline = report.get("baseline")
-    regressed = isinstance(baseline, dict) and bool(baseline.get("regressed"))
-    errored = any(r.outcome == "error" for r in results)
-    interrupted = report.get("interrupted") is not None
-    nothing = bool(results) and all(r.outcome == "skipped" for r in results) and not interrupted
-    missed = exit_on == "all" and any(r.outcome == "failed" and not r.xfailed for r in results)
-    if "failed" in statuses or regressed or errored or nothing or missed:
-        return "failed"
-    if interrupted or "partial" in statuses:
-        return "partial"
-    return "passed"
 
 
 def _runner(report: dict[str, Any], facts: RunFacts) -> str:

@@ -1,0 +1,93 @@
+"""The run's verdict as one record: ``passed``, ``failed`` or ``partial``, why, and the exit
+status.
+
+The session writes it into ``manifest.json`` as it ends (and writes it again when a fault found
+after the reports were written, a leaked secret or an MLflow failure, changes it); ``merge`` and
+``summarize`` write theirs. ``runs``, ``compare`` and report.html read it back: judging a run's
+files again cannot see what only its session knew (a worker that crashed after its case was
+judged, a leak, a baseline it refused to bless). Run dirs written before the verdict was
+recorded are judged from their files with the same rule (:func:`decide`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import cast
+
+from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
+from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
+
+__all__ = ["SESSION_ONLY", "decide", "record", "recorded_faults"]
+
+SESSION_ONLY: tuple[FaultKind, ...] = ("crash", "mlflow", "leak", "baseline", "journal")
+"""Fault kinds that judging a run dir's files again cannot find: ``summarize`` keeps them."""
+
+
+def record(
+    verdict: Verdict,
+    results: Iterable[CaseResult],
+    *,
+    exit_on: str,
+    interrupted: Interrupted | None,
+    exit_status: int | None,
+) -> RunVerdict:
+    """``verdict`` (of a session, a merge or ``summarize``) as the run's record."""
+    reasons = [f"gate {g.gate.name} failed" for g in verdict.failed_gates]
+    reasons += [f"gate problem: {problem}" for problem in verdict.gate_problems]
+    if verdict.baseline_refusal is not None:
+        reasons.append(f"baseline not compared: {verdict.baseline_refusal}")
+    diff = verdict.baseline_diff
+    if diff is not None and diff.regressed:
+        reasons.append(f"{diff.pass_to_fail} regression(s) against the baseline")
+    if verdict.broken:
+        reasons.append(f"{len(verdict.broken)} input(s) could not be read")
+    if verdict.errored:
+        reasons.append(f"{len(verdict.errored)} case(s) errored")
+    reasons += [fault.message for fault in verdict.faults]
+    if exit_on == "all":
+        missed = sum(1 for r in results if r.outcome == "failed" and not r.xfailed)
+        if missed:
+            reasons.append(f"{missed} case(s) failed")
+    return decide(
+        reasons,
+        interrupted=interrupted,
+        partial_gates=len(verdict.partial_gates),
+        exit_status=exit_status,
+        faults=[RecordedFault(kind=f.kind, message=f.message) for f in verdict.faults],
+    )
+
+
+def decide(
+    reasons: Sequence[str],
+    *,
+    interrupted: Interrupted | None,
+    partial_gates: int,
+    exit_status: int | None,
+    faults: Sequence[RecordedFault] = (),
+) -> RunVerdict:
+    """``failed`` for any reason, or for a non-zero exit of a run that was not cut short (a
+    plain test of the same session failed, an internal error); ``partial`` when the run was
+    cut short or a gate judged a subset of its cases; ``passed`` otherwise."""
+    status = exit_status
+    if not reasons and interrupted is None and status is not None and status != 0:
+        reasons = [f"pytest exited with status {status}"]
+    if reasons:
+        return RunVerdict(
+            status="failed", exit_status=status, reasons=list(reasons), faults=list(faults)
+        )
+    if interrupted is not None:
+        cut = [f"cut short ({interrupted.reason})"]
+        return RunVerdict(status="partial", exit_status=status, reasons=cut)
+    if partial_gates:
+        subset = [f"{partial_gates} gate(s) judged a subset of their cases"]
+        return RunVerdict(status="partial", exit_status=status, reasons=subset)
+    return RunVerdict(status="passed", exit_status=status, reasons=[])
+
+
+def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
+    """The faults of an earlier record that judging the run dir again cannot find."""
+    if recorded is None:
+        return []
+    kept = [f for f in recorded.faults if f.kind in SESSION_ONLY]
+    return [Fault(cast(FaultKind, f.kind), f.message) for f in kept]

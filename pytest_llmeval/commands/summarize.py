@@ -82,7 +82,9 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
         model=settings.model,
         exit_on=settings.exit_on,
     )
-    writer.write(run.results, report, writer.suite_artifacts(run.results), extra, facts=facts)
+    artifacts = writer.suite_artifacts(run.results)
+    problems = judged.gate_problems  # unreadable gates: failed rows of summary.md
+    writer.write(run.results, report, artifacts, extra, gate_problems=problems, facts=facts)
     return Summarized(report, judged, _exit_code(judged, run, settings))
 
 

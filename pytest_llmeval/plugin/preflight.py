@@ -12,7 +12,8 @@ session checks what every case would otherwise fail on one by one:
   model without a chat template);
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
-  names a collected suite (or ``*``) and a metric that suite can produce
+  parses (a manifest's is named by its ``path:line`` and entry), and names a collected suite
+  (or ``*``) and a metric that suite can produce
   (:mod:`~pytest_llmeval.report.metric_paths`): a category some collected case of the suite
   has, a score name the suite can produce; with a did-you-mean.
 

@@ -248,7 +248,10 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         verdict=ending,
     )
     artifacts = writer.suite_artifacts(merged.results)
-    written = writer.write(merged.results, merged.report, artifacts, facts=facts)
+    problems = merged.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+    written = writer.write(
+        merged.results, merged.report, artifacts, gate_problems=problems, facts=facts
+    )
     manifest = writer.write_manifest(
         settings=merged.settings,
         invocation=invocation,

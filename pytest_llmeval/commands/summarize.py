@@ -95,7 +95,9 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
         model=settings.model,
         verdict=ending,
     )
-    writer.write(run.results, report, writer.suite_artifacts(run.results), extra, facts=facts)
+    artifacts = writer.suite_artifacts(run.results)
+    problems = judged.gate_problems  # unreadable gates: failed rows of summary.md
+    writer.write(run.results, report, artifacts, extra, gate_problems=problems, facts=facts)
     # the manifest keeps what the session wrote; its verdict is the one judged now
     manifest = run.manifest.model_copy(update={"verdict": ending})
     write_json(writer.layout.manifest, manifest.dump())

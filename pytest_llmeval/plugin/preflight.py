@@ -12,7 +12,8 @@ session checks what every case would otherwise fail on one by one:
   model without a chat template);
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
-  names a collected suite (or ``*``) and a metric that suite can produce
+  parses (a manifest's is named by its ``path:line`` and entry), and names a collected suite
+  (or ``*``) and a metric that suite can produce
   (:mod:`~pytest_llmeval.report.metric_paths`): a category some collected case of the suite
   has, a score name the suite can produce; with a did-you-mean.
 
@@ -37,7 +38,8 @@ from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
-from pytest_llmeval.report.gates import TOTALS, parse_gate, parse_gate_spec
+from pytest_llmeval.report.gates import TOTALS, parse_gate
+from pytest_llmeval.report.manifest_gates import located_gates, manifest_gates
 from pytest_llmeval.report.metric_paths import shape_of, unknown_key, unknown_metric
 from pytest_llmeval.rundir.models import Gate
 
@@ -246,15 +248,20 @@ def _check_something_decides(
 def _declares_gates(
     state: LLMEvalState, items: Sequence[EvalItem], collected: Iterable[str]
 ) -> bool:
-    """Whether a manifest of the selected (or all deselected) cases declares gates, or cannot
-    be read (its gates are then a gate problem that fails the run)."""
+    """Whether a manifest of the selected (or all deselected) cases declares a gate, or cannot
+    be read (its error item then fails the run)."""
     index = state.manifests
     paths = {index.rootdir / name for name in collected}
     paths |= {item.eval_file.path for item in items if item.eval_file.manifest_name}
     for path in paths:
         manifest = index.entry(path)
-        if isinstance(manifest, CaseFileError) or manifest.gates is not None:
+        if isinstance(manifest, CaseFileError):
             return True
+        try:
+            if manifest_gates(manifest):  # ``gates: []`` decides nothing
+                return True
+        except ConfigError:
+            return True  # refused by the gate check before this one
     return False
 
 
@@ -270,8 +277,9 @@ def _manifest_gates(
     unusable: dict[str, CaseFileError] | None = None,
 ) -> list[tuple[str, Gate]]:
     """The gates of the manifests whose cases were selected, or collected (``collected``:
-    their names) and all deselected; one that does not parse is left to the verdict (a gate
-    problem that fails the run, as a broken manifest is). ``unusable`` receives, by gate
+    their names) and all deselected; a gate that does not parse is a usage error, as a bad
+    ``--llmeval-gate`` is (a manifest that cannot be read at all is broken input instead: its
+    error item fails the run). ``unusable`` receives, by gate
     source, the error of a manifest whose data file cannot be used (missing, a FIFO): that,
     not "no suite collected", is what its gate's user needs to read."""
     index = state.manifests
@@ -280,13 +288,13 @@ def _manifest_gates(
     out: list[tuple[str, Gate]] = []
     for path in sorted(paths):
         manifest = index.entry(path)
-        if isinstance(manifest, CaseFileError) or manifest.gates is None:
-            continue
+        if isinstance(manifest, CaseFileError):
+            continue  # broken input: its error item fails the run, its gates unknown
         try:
-            found = parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
-        except ValueError:
-            continue
-        sources = [(f"{manifest.display}: gates: {gate.name}", gate) for gate in found]
+            found = located_gates(manifest)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        sources = [(f"{where}: {gate.name}", gate) for where, gate in found]
         if unusable is not None:
             try:
                 manifest.data_path()

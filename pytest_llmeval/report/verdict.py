@@ -26,9 +26,9 @@ from pytest_llmeval.report.baseline.file import BaselineCase, load_baseline
 from pytest_llmeval.report.gates import (
     evaluate_gates,
     parse_gate,
-    parse_gate_spec,
     suite_gate_results,
 )
+from pytest_llmeval.report.manifest_gates import manifest_gates
 from pytest_llmeval.rundir.comparison import BaselineDiff
 from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
 
@@ -273,12 +273,10 @@ def _manifest_gates(
             if manifest.path not in reported:
                 problems.append(str(manifest))
             continue
-        if manifest.gates is None:
-            continue
         try:
-            gates += parse_gate_spec(manifest.gates, "manifest", default_suite=manifest.suite)
-        except ValueError as exc:
-            problems.append(f"{manifest.display}: gates: {exc}")
+            gates += manifest_gates(manifest)
+        except ConfigError as exc:  # stopped before any case in a session; a run dir read
+            problems.append(str(exc))  # afresh (merge, summarize) may still hold one
     return gates, problems
 
 

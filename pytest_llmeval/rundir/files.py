@@ -4,14 +4,13 @@ one JSON reader every run-dir reader uses."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval.core import atomic
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.inputs import safe_read
 from pytest_llmeval.rundir.layout import RunLayout
@@ -46,26 +45,9 @@ def plan_run_dir(
 
 
 def write_text(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``text`` (or its pieces, one after the other) to ``path`` atomically: readers see
-    the old file or the new one. Pieces are written as they come, never joined in memory.
-
-    Text that is not valid Unicode (a lone surrogate such as ``\\ud800``, from a model's
-    answer) is written as its backslash escape: in a JSON string that is the JSON escape of the
-    same character, so the file stays valid UTF-8 and the value reads back unchanged."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(
-            fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
-        ) as handle:
-            if isinstance(text, str):
-                handle.write(text)
-            else:
-                handle.writelines(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` (or its pieces) to ``path`` atomically, with the mode a plain ``open``
+    would give it (:func:`pytest_llmeval.core.atomic.write_text`)."""
+    atomic.write_text(path, text)
 
 
 def dumps(value: Any) -> str:

@@ -9,8 +9,9 @@ Layout under the cassette root::
 :func:`cassette_key`: sha256 over the runner fingerprint, the request and its *repeat index*
 (the k-th identical request within one case, see
 :func:`~pytest_llmeval.core.case_context.case_scope`). Files are pretty-printed JSON with
-sorted keys so they diff well in git, and are written atomically (temp file in the same
-folder + ``os.replace``), so any number of xdist workers may record at once.
+sorted keys so they diff well in git, and are written atomically
+(:func:`~pytest_llmeval.core.atomic.write_text`: a temp file in the same folder +
+``os.replace``), so any number of xdist workers may record at once.
 
 :class:`RecordingRunner` wraps a live runner (``--llmeval-record none|new|all``);
 :class:`ReplayRunner` replays a recorded folder with no live backend at all.
@@ -18,18 +19,16 @@ folder + ``os.replace``), so any number of xdist workers may record at once.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from pytest_llmeval.core.atomic import write_text
 from pytest_llmeval.core.case_context import next_repeat_index, repeat_index
 from pytest_llmeval.core.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.core.fingerprint import fingerprint
@@ -90,31 +89,6 @@ def _pretty_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``:
-    readers see the old file or the new one, never half of one; concurrent writers are safe.
-    A lone surrogate in a recorded answer is written as its JSON escape (``\\ud800``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(
-            fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
-        ) as handle:
-            handle.write(text)
-        for attempt in range(10):
-            try:
-                os.replace(tmp_name, path)
-                break
-            except PermissionError:  # Windows: the target is open in another process
-                if attempt == 9:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-
-
 class CassetteStore:
     """Content-addressed cassette files under ``root``."""
 
@@ -154,7 +128,7 @@ class CassetteStore:
         """Write ``runner.json`` once (concurrent identical writes are harmless)."""
         path = folder / RUNNER_FILE
         if not path.exists():
-            write_atomic(path, _pretty_json(runner_fp))  # fingerprints never hold secrets
+            write_text(path, _pretty_json(runner_fp))  # fingerprints never hold secrets
 
     def get(self, folder: Path, key: str) -> Completion | None:
         """The recorded completion for ``key``, or ``None`` when there is none."""
@@ -184,7 +158,7 @@ class CassetteStore:
                   "loglik": result.model_dump(mode="json")}  # fmt: skip
         if self.redact is not None:
             record = self.redact(record)
-        write_atomic(self.path(folder, key), _pretty_json({**record, "key": key}))
+        write_text(self.path(folder, key), _pretty_json({**record, "key": key}))
 
     def put(
         self,
@@ -204,7 +178,7 @@ class CassetteStore:
         }
         if self.redact is not None:
             record = {**self.redact(record), "key": key}
-        write_atomic(path, _pretty_json(record))
+        write_text(path, _pretty_json(record))
         return path
 
 

@@ -26,6 +26,14 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_an_optional_gate_never_hides_a_typo",
         "test_gates_on_real_categories_and_scores_still_run",
     ]),
+    "a manifest gate that cannot be judged stops the run before any case": ("manifest_gates", [
+        "test_a_manifest_gate_that_does_not_parse_stops_the_run_before_any_case",
+        "test_a_manifest_gate_no_collected_case_can_produce_stops_the_run",
+        "test_an_optional_manifest_gate_keeps_its_meaning",
+        "test_a_manifest_that_cannot_be_read_stays_broken_input",
+        "test_summarize_and_merge_read_an_old_run_dirs_bad_manifest_gate_as_red",
+        "test_an_empty_gates_list_decides_nothing_under_exit_on_gates",
+    ]),
     "exit on gates needs a gate": ("verdict", [
         "test_exit_on_gates_without_any_gate_is_a_usage_error",
         "test_exit_on_gates_counts_a_manifests_and_a_suites_own_gates",

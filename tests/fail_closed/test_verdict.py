@@ -160,7 +160,7 @@ MISCONFIGURED = [
     Misconfigured(
         "manifest-gate-unknown-metric",
         ("--llmeval-runner", "echo"),
-        "ERROR: m.llmeval.yaml: gates: golden.pas_rate>=0.5: suite 'golden' has no metric "
+        "ERROR: m.llmeval.yaml:3: gates[[]0]: golden.pas_rate>=0.5: suite 'golden' has no metric "
         "'pas_rate'; did you mean pass_rate*",
         files=(("m.llmeval.yaml", "suite: golden\ndata: data.json\ngates: [pas_rate >= 0.5]\n"),),
     ),
@@ -631,7 +631,7 @@ def test_a_deselected_manifests_gate_is_still_checked_at_the_start(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: m.llmeval.yaml: gates: golden.pas_rate>=0.4: suite 'golden' has no metric*"]
+        ["ERROR: m.llmeval.yaml:3: gates[[]0]: golden.pas_rate>=0.4: suite 'golden' has no metric*"]
     )
     assert not (pytester.path / "run").exists()
 
@@ -699,24 +699,21 @@ def test_optional_is_spelled_alike_on_the_command_line_and_in_manifests() -> Non
 def test_a_manifest_gate_value_that_is_not_a_number_is_refused(
     pytester: pytest.Pytester, value: str
 ) -> None:
-    """``value: "0.9"`` is refused as ``value: true`` is: the gate could not be read, so the
-    run is red, and it is never read as a threshold."""
+    """``value: "0.9"`` is refused as ``value: true`` is: the gate cannot be read, so the run
+    stops before any case (a usage error naming the entry's line), and it is never read as a
+    threshold."""
     write_json(pytester, "data.json", CASES)
     pytester.makefile(
         ".llmeval.yaml",
         m=f"suite: golden\ndata: data.json\ngates:\n"
         f"  - {{metric: pass_rate, op: '>=', value: {value}}}\n",
     )
-    result = pytester.runpytest(
-        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml", "junit.xml"
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: m.llmeval.yaml:4: gates[[]0]: bad gate value *: expected a number, unquoted*"]
     )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert _outcomes(pytester.path / "run") == {"a": "passed", "b": "passed"}
-    assert _gate_statuses(pytester.path / "run") == {}
-    result.stdout.fnmatch_lines(["*m.llmeval.yaml: gates: bad gate value *: expected a number*"])
-    junit = ET.parse(pytester.path / "junit.xml").getroot()
-    (gate,) = [c for c in junit.iter("testcase") if c.get("classname") == "llmeval-gates"]
-    assert gate.find("failure") is not None
+    assert not (pytester.path / "run").exists()
 
 
 STATUSES: tuple[GateStatus, ...] = ("passed", "failed", "partial", "inconclusive", "warn", "n/a")

@@ -5,6 +5,8 @@ read ``pass``)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import get_args
 
@@ -118,14 +120,23 @@ def test_every_status_reads_as_itself_in_the_baseline_gate_table(
 
 
 def test_a_gate_that_could_not_be_read_is_a_failed_row(pytester: pytest.Pytester) -> None:
-    """Not "no gate was set": the manifest's unreadable gates failed the run."""
+    """Not "no gate was set": a manifest gate that cannot be read fails the run. A session
+    stops on it before any case, so it reaches summary.md when a run dir is judged again
+    (``summarize``) after its manifest's gate went bad."""
     pytester.path.joinpath("data.json").write_text(json.dumps(CASES[:1]))
-    pytester.path.joinpath("qa.llmeval.yaml").write_text(
-        "suite: golden\ndata: data.json\ngates: [pass rate is high]\n"
-    )
+    manifest = pytester.path.joinpath("qa.llmeval.yaml")
+    manifest.write_text("suite: golden\ndata: data.json\n")
     result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.OK
+    manifest.write_text("suite: golden\ndata: data.json\ngates: [pass rate is high]\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_llmeval", "summarize", "run"],
+        capture_output=True, text=True, cwd=pytester.path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
     lines = _section(_summary(pytester.path / "run"), "## Gates")
     assert NO_GATES not in lines
     (row,) = _rows(lines)
-    assert row.startswith("| `qa.llmeval.yaml` | **failed** | qa.llmeval.yaml: gates: bad gate")
+    assert row.startswith(
+        "| `qa.llmeval.yaml:3` | **failed** | qa.llmeval.yaml:3: gates\\[0\\]: bad gate"
+    )

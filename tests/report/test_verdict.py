@@ -36,6 +36,6 @@ def test_manifest_gates_come_from_the_manifests_handed_in(tmp_path: Path) -> Non
         _settings(tmp_path), [told], manifests=[good, bad_gate, broken, reported]
     )
     assert [(g.name, g.source) for g in gates] == [("golden.pass_rate>=0.5", "manifest")]
-    assert problems[0].startswith("typo.llmeval.yaml: gates: ")
+    assert problems[0].startswith("typo.llmeval.yaml: gates[0]: bad gate 'pass rate'")
     # the broken manifest is a problem; the one whose error item ran says so itself
     assert problems[1:] == ["broken.llmeval.yaml:1: expected a mapping"]

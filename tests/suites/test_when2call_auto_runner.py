@@ -266,3 +266,45 @@ def test_a_resume_whose_agent_is_a_fixture_naming_no_model_keeps_its_cases(
     assert "changed since" not in resumed.stdout.str()
     assert len(read_jsonl(pytester.path / "asked.jsonl")) == 4
     assert _formats(pytester, "run") == ({"default"}, "default")
+
+
+def test_a_replay_runner_reads_the_model_its_cassettes_recorded(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
+    monkeypatch.setenv("RUNNER_MODEL", QWEN)
+    recorded = _run(
+        pytester, "recorded", "--llmeval-runner", "named", "--llmeval-record", "new",
+        "--llmeval-cassettes=cassettes",
+    )  # fmt: skip
+    assert recorded.ret in (0, 1), recorded.stdout.str()[-2000:]
+    (runner_json,) = (pytester.path / "cassettes").rglob("runner.json")
+    assert json.loads(runner_json.read_text())["model"] == QWEN
+    (pytester.path / "asked.jsonl").unlink()
+    monkeypatch.delenv("RUNNER_MODEL")  # the replay runner knows the model from the cassettes
+    replayed = _run(
+        pytester, "replayed", "--llmeval-runner", "replay", "--llmeval-cassettes=cassettes"
+    )
+    assert replayed.ret == recorded.ret, replayed.stdout.str()[-2000:]
+    assert not (pytester.path / "asked.jsonl").exists()  # every score replayed: the same prompts
+    assert _formats(pytester, "replayed") == ({"qwen2_5"}, "qwen2_5")
+    assert _fingerprints(pytester, "replayed") == _fingerprints(pytester, "recorded")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_resume_whose_runner_cannot_be_built_is_one_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
+    monkeypatch.setenv("RUNNER_MODEL", QWEN)
+    _run(pytester, "run", "--llmeval-runner", "named")
+    _journal_one_case_less(pytester.path / "run")
+    (pytester.path / "asked.jsonl").unlink()
+    result = pytester.runpytest_subprocess(
+        "--llmeval-runner", "nosuch", "--llmeval-resume=run", "-p", "no:cacheprovider", *workers
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
+    assert "--llmeval-runner: unknown runner 'nosuch'" in out
+    assert "Traceback" not in out
+    assert not (pytester.path / "asked.jsonl").exists()

@@ -143,13 +143,15 @@ def test_a_runner_that_names_no_model_gets_default_and_says_so(
     assert "prompt format default" in result.stdout.str()
 
 
+@BOTH
 def test_xdist_workers_pick_what_one_process_picks(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, conftest: str
 ) -> None:
-    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
+    _setup(pytester, monkeypatch, conftest)
     monkeypatch.setenv("RUNNER_MODEL", QWEN)
-    one = _run(pytester, "one", "--llmeval-runner", "named", sub=True)
-    two = _run(pytester, "two", "--llmeval-runner", "named", "-n", "2", sub=True)
+    runner = ["--llmeval-runner", "named"] if conftest is REGISTRY_CONFTEST else []
+    one = _run(pytester, "one", *runner, sub=True)
+    two = _run(pytester, "two", *runner, "-n", "2", sub=True)
     assert one.ret == two.ret and one.ret in (0, 1), two.stdout.str()[-2000:]
     assert _formats(pytester, "two") == ({"qwen2_5"}, "qwen2_5") == _formats(pytester, "one")
     assert _fingerprints(pytester, "two") == _fingerprints(pytester, "one")

@@ -79,8 +79,9 @@ def check(
             return
         if not config.option.collectonly:
             if _uses_own_runner(items):
-                runner = config.stash.get(_runner_key, None) or build_runner(config, state)
-                config.stash[_runner_key] = runner
+                runner = config.stash.get(_runner_key, None)  # built already by a resume
+                if runner is None:
+                    config.stash[_runner_key] = runner = build_runner(config, state)
                 state.runner_model.settle(agent_fingerprint(runner))  # before a case is built
                 _check_chat_fallback(state, items, runner)
             state.services.start_judge()

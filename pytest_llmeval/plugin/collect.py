@@ -314,15 +314,19 @@ class EvalItem(pytest.Function):
         return self.eval_file.data_display
 
     def setup(self) -> None:
+        named = self.state.runner_model
+        agent_first = not named.settled and self.runnable
+        if agent_first:  # no runner of the plugin's: the first case's agent names the model
+            self._set_up_fixtures()  # before any case is built (prompt_format: auto)
+            named.settle(self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0])
         case = self.case
         if self.problem is not None:
             raise self.problem
         assert case is not None
         if case.skip_reason:
             _skip(case.skip_reason)
-        if not reuse_fixture_values(self, self.eval_file.fixture_values):
-            super().setup()
-            self.eval_file.fixture_values = FixtureValues.of(self)
+        if not agent_first:
+            self._set_up_fixtures()
         agent = self.funcargs["llmeval_agent"]
         self.state.check_runner(self, agent)  # resume: same runner
         broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
@@ -333,6 +337,11 @@ class EvalItem(pytest.Function):
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
+
+    def _set_up_fixtures(self) -> None:
+        if not reuse_fixture_values(self, self.eval_file.fixture_values):
+            super().setup()
+            self.eval_file.fixture_values = FixtureValues.of(self)
 
     def session_fixtures(self) -> tuple[object, ...]:
         """What answers ``llmeval_agent`` and ``llmeval_broker`` (the run-ahead's key)."""

@@ -217,14 +217,19 @@ def _is_eval_item(item: pytest.Item) -> TypeGuard[EvalItem]:
     return isinstance(item, EvalItem)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    limit = config.stash[state_key].settings.limit
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash[state_key]
+    limit = state.settings.limit
     if limit is not None:  # deselected the pytest way: "N deselected", a subset for gates
         items[:], dropped = keep_first_per_file(items, limit, _is_eval_item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
     collected = config.stash[deselections_key].collected_nodeids()
-    config.stash[state_key].skip_finished(config, items, case_fingerprint, collected)
+    if state.finished and not preflight.settle_runner_model(session, items):
+        return  # the runner cannot be built: stopped (a resume builds the cases it compares)
+    state.skip_finished(config, items, case_fingerprint, collected)
     config.stash[state_key].keep_shard(config, items, _is_eval_item)
 
 

@@ -6,7 +6,9 @@ session checks what every case would otherwise fail on one by one:
 * the runner of ``--llmeval-runner``, built now when a selected case uses the plugin's own
   ``llmeval_runner`` fixture (an overridden ``llmeval_runner`` or ``llmeval_agent`` that does not
   ask for it makes the option irrelevant): an unknown name, a runner that cannot be built (a
-  missing model path or extra), replay without a cassette folder;
+  missing model path or extra), replay without a cassette folder. The model its fingerprint
+  names is settled for the suites then (:mod:`~pytest_llmeval.plugin.runner_model`), before
+  any case is built; a resume, which builds the cases to compare them, builds it just before;
 * a manifest that asks for the runner's chat endpoint as a fallback (When2Call's
   ``loglik_fallback``) when the runner has none (it cannot generate, or it is an ``hf`` base
   model without a chat template);
@@ -36,6 +38,7 @@ from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.results import agent_fingerprint
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.report.gates import TOTALS, parse_gate
@@ -49,6 +52,7 @@ __all__ = [
     "check",
     "close_unused_runner",
     "raise_worker_usage_error",
+    "settle_runner_model",
     "take_runner",
 ]
 
@@ -77,7 +81,10 @@ def check(
             return
         if not config.option.collectonly:
             if _uses_own_runner(items):
-                config.stash[_runner_key] = runner = build_runner(config, state)
+                runner = config.stash.get(_runner_key, None)  # built already by a resume
+                if runner is None:
+                    config.stash[_runner_key] = runner = build_runner(config, state)
+                state.runner_model.settle(agent_fingerprint(runner))  # before a case is built
                 _check_chat_fallback(state, items, runner)
             state.services.start_judge()
             try:
@@ -87,6 +94,26 @@ def check(
         _check_something_decides(config, state, items)
     except pytest.UsageError as exc:
         _stop(session, str(exc))
+
+
+def settle_runner_model(session: pytest.Session, items: Sequence[pytest.Item]) -> bool:
+    """Before a resume compares the earlier results with the cases (which builds them): build
+    the plugin's own runner now, when the cases use it, and settle the model it names (a
+    case may be built from it: ``prompt_format: auto``); the checks after collection reuse
+    it. ``False`` when it cannot be built: the session is stopped (one usage error)."""
+    config = session.config
+    state = config.stash[state_key]
+    own = [item for item in items if isinstance(item, EvalItem) and item.runnable]
+    if config.option.collectonly or not own or not _uses_own_runner(own):
+        return True
+    try:
+        runner = build_runner(config, state)
+    except pytest.UsageError as exc:
+        _stop(session, str(exc))
+        return False
+    config.stash[_runner_key] = runner
+    state.runner_model.settle(agent_fingerprint(runner))
+    return True
 
 
 def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:

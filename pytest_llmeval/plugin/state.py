@@ -49,10 +49,14 @@ from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import ResultBuilder
 from pytest_llmeval.plugin.resume_refusals import (
     files_gone,
+    model_unread,
+    model_unread_hint,
     not_collected,
     other_dataset,
+    other_runner,
     other_scoring,
 )
+from pytest_llmeval.plugin.runner_model import RunnerModel
 from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
@@ -153,6 +157,8 @@ class LLMEvalState:
         """The case result of the report being made or logged (registered as a plugin: it
         carries a worker's results to the xdist controller)."""
         self.results = ResultBuilder(suites, self.redactor, self.journal, self.records)
+        self.runner_model = RunnerModel()
+        """The model the runner names, settled once for the suites (``prompt_format: auto``)."""
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
 
@@ -277,6 +283,7 @@ class LLMEvalState:
         output = getattr(config, "workeroutput", None)
         if not reused and not self.settings.resume_allow_mismatch:
             self.refusal = other_dataset(self.run_dir, len(self.finished), len(changed))
+            self.refusal += model_unread_hint(self.runner_model.asked_early and bool(changed))
             if changed and rescored == len(changed):
                 self.refusal = other_scoring(self.run_dir, rescored)
             if output is None:
@@ -318,22 +325,23 @@ class LLMEvalState:
     def check_runner(self, item: pytest.Item, agent: Any) -> None:
         """When resuming, the runner (or agent) must be the one that made the run dir's
         results, unless ``--llmeval-resume-allow-mismatch``; checked once per process, at the
-        first case set up, before it runs. The session stops with a usage error; an xdist
+        first case set up, before it runs; and the model it names must be the one the cases
+        were built for (see :mod:`~pytest_llmeval.plugin.runner_model`), whatever
+        ``--llmeval-resume-allow-mismatch`` says. The session stops with a usage error; an xdist
         worker fails that case with :class:`RunDirRefused` and stops, and its controller,
         told on the report, exits the same way."""
-        if self._runner_checked or not self.finished:
+        if self._runner_checked or not (self.finished or self.runner_model.asked_early):
             return
         self._runner_checked = True
-        runner_id = self.results.fingerprint_of(agent)[1]
+        fp, runner_id = self.results.fingerprint_of(agent)
         earlier = {r.runner_fingerprint for r, _ in self.finished.values() if r.runner_fingerprint}
-        if not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
+        missed = self.runner_model.missed(fp)  # cases built before this agent's model was read
+        if missed is not None:
+            self.refusal = model_unread(self.run_dir, missed)
+        elif not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
             return
-        self.refusal = (
-            f"--llmeval-resume {self.run_dir}: made by another runner (fingerprint "
-            f"{', '.join(f[:12] for f in sorted(earlier))}, now {runner_id[:12]}); resume with "
-            "the same runner settings, or add --llmeval-resume-allow-mismatch to keep its "
-            "results anyway"
-        )
+        else:
+            self.refusal = other_runner(self.run_dir, earlier, runner_id)
         if not hasattr(self.config, "workerinput"):
             pytest.exit(self.refusal, returncode=pytest.ExitCode.USAGE_ERROR)
         item.session.shouldstop = self.refusal
@@ -356,7 +364,9 @@ class LLMEvalState:
 
     @functools.cached_property
     def context(self) -> SuiteContext:
-        return SuiteContext.from_settings(self.settings)
+        context = SuiteContext.from_settings(self.settings)
+        context.runner_model = self.runner_model
+        return context
 
     def check_support_files(self) -> None:
         """Read now the support files the suites need (the tool registry, the seed manifest,

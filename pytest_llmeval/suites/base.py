@@ -54,6 +54,11 @@ class SuiteContext:
     """Parsed seed manifest, or ``None`` when the file does not exist."""
     snapshot: Any = None
     """Parsed snapshot, or ``None`` when none is configured."""
+    runner_model: Callable[[], str | None] = field(default=lambda: None)
+    """The ``model`` named by the fingerprint of the runner (or agent) the cases run with, for
+    a case built from the model's name (When2Call's ``prompt_format: auto`` without
+    ``--llmeval-model``); ``None`` when it names none. The plugin answers it once per process,
+    before any such case is built, so every case of the process gets the same answer."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SuiteContext:

@@ -41,8 +41,9 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
   reached stays an error.
 
 ``prompt_format: auto`` picks the format from the model's name
-(:mod:`~pytest_llmeval.suites.when2call_routing`); the chosen one is in every case's metadata
-and fingerprint.
+(:mod:`~pytest_llmeval.suites.when2call_routing`): ``--llmeval-model``, else the ``model`` the
+runner's fingerprint names (``default`` when it names none); the chosen one is in every case's
+metadata and fingerprint.
 
 A case passes iff the prediction of the ``score`` rule is the gold label. Dataset metrics are
 in :mod:`~pytest_llmeval.suites.when2call_metrics`.
@@ -52,7 +53,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
 
@@ -129,7 +130,8 @@ class When2CallOptions(BaseModel):
     """Which protocol scores the cases."""
     prompt_format: PromptFormat | Literal["auto"] = "default"
     """The prompt format; ``auto``: picked from the model's name (resolved by
-    :func:`read_options`)."""
+    :func:`read_options` from ``--llmeval-model``, else by :func:`resolve_auto` from the
+    runner's fingerprint)."""
     score: ScoreRule = "acc_norm"
     """The prediction rule that decides pass or fail."""
     target_delimiter: str = ""
@@ -151,7 +153,8 @@ def read_options(
     source: CaseSource, judged: bool = False, model: str | None = None
 ) -> When2CallOptions:
     """The manifest's When2Call options, ``prompt_format: auto`` resolved from ``model``
-    (``--llmeval-model``); a problem is one error naming the option. ``judged``: whether the
+    (``--llmeval-model``) when it is given (else left ``auto``, for :func:`resolve_auto` once
+    the runner is known); a problem is one error naming the option. ``judged``: whether the
     session has a judge (``--llmeval-judge-runner``)."""
     given = {k: v for k, v in source.options.items() if k not in COMMON_OPTIONS}
     for key in given:
@@ -190,21 +193,59 @@ def read_options(
         raise _option_error(source, "judge_fallback", "applies to protocol: judge only")
     if options.loglik_fallback is not None and options.protocol != "mcq-loglik":
         raise _option_error(source, "loglik_fallback", "applies to protocol: mcq-loglik only")
-    if options.prompt_format == "auto":
-        if not model or not model_stem(model):
+    if options.prompt_format == "auto" and model is not None:
+        if not model_stem(model):
             raise _option_error(
                 source,
                 "prompt_format",
-                "auto picks the format from the model's name: give --llmeval-model NAME, or "
-                "name the format",
+                f"auto picks the format from the model's name, and --llmeval-model {model!r} "
+                "names none: give a model name, or name the format",
             )
         options = options.model_copy(update={"prompt_format": route(model)})
+    _check_format(source, options)
+    return options
+
+
+def resolve_auto(
+    source: CaseSource, options: When2CallOptions, runner_model: str | None
+) -> When2CallOptions:
+    """``options`` with a ``prompt_format: auto`` that ``--llmeval-model`` did not settle
+    resolved from the model the runner's fingerprint names (``runner_model``): its route, or
+    ``default`` when it names none (a user's agent without a ``model``)."""
+    if options.prompt_format != "auto":
+        return options
+    name = runner_model if runner_model and model_stem(runner_model) else None
+    resolved = options.model_copy(update={"prompt_format": route(name) if name else "default"})
+    _check_format(source, resolved)
+    return resolved
+
+
+def _check_format(source: CaseSource, options: When2CallOptions) -> None:
+    """A format that cannot be rendered here (``harmony`` without its library or vocabulary)
+    is one error naming the option."""
     if options.prompt_format == "harmony":
         try:
             load_encoding()
         except ConfigError as exc:
             raise _option_error(source, "prompt_format", str(exc)) from None
-    return options
+
+
+def _settled(
+    source: CaseSource, options: When2CallOptions, ctx: SuiteContext
+) -> Callable[[], When2CallOptions]:
+    """The file's options as its cases are built: an ``auto`` left open is resolved from the
+    runner's model when the first case is built (the runner is known by then), once for the
+    file."""
+    if options.prompt_format != "auto":
+        return lambda: options
+    memo: list[When2CallOptions] = []
+
+    def settled() -> When2CallOptions:
+        if not memo:
+            memo.append(resolve_auto(source, options, ctx.runner_model()))
+        return memo[0]
+
+    return settled
 
 
 def _option_error(source: CaseSource, key: str, message: str) -> CaseFileError:
@@ -231,9 +272,10 @@ class When2CallSuite(SuiteBase):
             yield exc
             return
         _, records = read_records(source, array_key=None)
+        settled = _settled(source, options, ctx)
         yield from iter_cases(
             records,
-            lambda line, row: self._case(source, line, row, options),
+            lambda line, row: self._case(source, line, row, settled()),
             lambda line, row: _identify(RowReader(source.display, line, row)),
         )
 

@@ -186,21 +186,33 @@ def test_an_explicit_format_wins_over_the_models_name(w2c: pytest.Pytester) -> N
     assert {_sha16(c) for c in _contexts(w2c)} == {CHECK["hermes"][0], CHECK["hermes"][2]}
 
 
-@pytest.mark.parametrize("model", [None, "/"], ids=["no model", "only a slash"])
-def test_auto_without_a_model_name_is_one_clear_error(
-    w2c: pytest.Pytester, model: str | None
+@pytest.mark.parametrize("model", ["/", " "], ids=["only a slash", "blank"])
+def test_auto_with_a_model_name_that_names_nothing_is_one_clear_error(
+    w2c: pytest.Pytester, model: str
 ) -> None:
     write_jsonl(w2c, "data/rows.jsonl", _rows())
     (w2c.path / "x.llmeval.yaml").write_text(
         "suite: when2call\ndata: data/rows.jsonl\nprompt_format: auto\n"
     )
-    named = [] if model is None else ["--llmeval-model", model]
-    result = w2c.runpytest("--llmeval-runner", "scorer", *named)
+    result = w2c.runpytest("--llmeval-runner", "scorer", f"--llmeval-model={model}")
     result.assert_outcomes(errors=1)
-    assert "auto picks the format from the model's name: give --llmeval-model" in (
+    assert "auto picks the format from the model's name, and --llmeval-model" in (
         result.stdout.str()
     )
     assert not (w2c.path / "asked.jsonl").exists()
+
+
+def test_auto_without_a_model_name_from_a_runner_that_names_none_is_default(
+    w2c: pytest.Pytester,
+) -> None:
+    write_jsonl(w2c, "data/rows.jsonl", _rows())
+    (w2c.path / "x.llmeval.yaml").write_text(
+        "suite: when2call\ndata: data/rows.jsonl\nprompt_format: auto\n"
+    )
+    result = w2c.runpytest("--llmeval-runner", "scorer")  # its fingerprint: {"type": "scorer"}
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    assert {_sha16(c) for c in _contexts(w2c)} == {CHECK["default"][0], CHECK["default"][2]}
+    assert "prompt format default" in result.stdout.str()
 
 
 def test_harmony_prompts_are_the_librarys(w2c: pytest.Pytester) -> None:

@@ -549,3 +549,29 @@ def test_a_broken_baseline_is_refused_and_the_run_is_red(
     assert _outcomes(_results(pytester)) == {"ok.golden.json::ok": "passed"}
     report = json.loads((pytester.path / "run" / "report.json").read_text(encoding="utf-8"))
     assert report["totals"]["passed"] == 1
+
+
+def test_a_broken_row_whose_fixture_skips_first_stays_an_error(pytester: pytest.Pytester) -> None:
+    """A conftest's agent is set up before the first case is built (it may name the model a
+    case is built for). A fixture that skips that first case (a resource warming up) must not
+    make a broken row read skipped: the run stays red though every other case passes."""
+    from tests.suites.test_when2call import SCORER_CONFTEST
+    from tests.suites.test_when2call_routing import _rows
+
+    good = next(row for row in _rows() if row["uuid"].startswith("530a"))
+    bad = dict(good, uuid="000-broken", tools=["{not json"])
+    rows = [bad, *(dict(good, uuid=f"good-{i}") for i in range(2))]
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(
+        SCORER_CONFTEST
+        + "import pytest\nfrom pytest_llmeval.engine.agent import default_agent\n"
+        + "CALLS = [0]\n\n@pytest.fixture\ndef llmeval_agent():\n"
+        + '    CALLS[0] += 1\n    if CALLS[0] == 1:\n        pytest.skip("warming up")\n'
+        + "    return default_agent(Scorer())\n"
+    )
+    (pytester.path / "rows.jsonl").write_text(_jsonl(*rows))
+    (pytester.path / "w.llmeval.yaml").write_text("suite: when2call\ndata: rows.jsonl\n")
+    result = _run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    outcomes = {r["case_id"]: r["outcome"] for r in read_jsonl(pytester.path / "run/results.jsonl")}
+    assert outcomes == {"000-broken": "error", "good-0": "passed", "good-1": "passed"}

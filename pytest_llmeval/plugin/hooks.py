@@ -354,12 +354,13 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
         state.results.attach(item, item.agent, call, report)
-        case = item.built_case  # under xdist, the model a case that ran was built for
-        if call.when == "call" and case is not None and RUNNER_MODEL_KEY in case.metadata:
+        case = item.built_case  # under xdist, the model the cases that ran were built for
+        named = state.runner_model  # (once per worker: every case of it was built for one)
+        if call.when == "call" and not named.told and case and RUNNER_MODEL_KEY in case.metadata:
             worker = getattr(item.config, "workerinput", {}).get("workerid")
             if worker is not None:
-                model = case.metadata[RUNNER_MODEL_KEY]
-                setattr(report, RUNNER_MODEL_REPORT, [worker, model])
+                named.told = True
+                setattr(report, RUNNER_MODEL_REPORT, [worker, case.metadata[RUNNER_MODEL_KEY]])
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()

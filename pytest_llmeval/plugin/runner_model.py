@@ -55,6 +55,9 @@ class RunnerModel:
         self.from_agent = False
         """Whether the answer came from the first case's agent (a conftest's fixture), which
         the other cases' agents must then agree with (they are that fixture's too)."""
+        self.told = False
+        """An xdist worker's: whether its controller was told the model its cases were built
+        for (once: every case of the process was built for the same one)."""
         self._probing = False
 
     def settle(self, fingerprint: Mapping[str, Any] | None, *, from_agent: bool = False) -> None:

@@ -328,8 +328,7 @@ class EvalItem(pytest.Function):
             except (Exception, pytest.skip.Exception, pytest.fail.Exception):
                 self._own_outcome()  # a broken row's error (or the case's skip) comes first
                 raise
-            agent_fp = self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0]
-            named.settle(agent_fp, from_agent=True)
+            named.settle(self._agent_fingerprint(), from_agent=True)
         case = self.case
         if self.problem is not None:
             raise self.problem
@@ -352,6 +351,15 @@ class EvalItem(pytest.Function):
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
+
+    def _agent_fingerprint(self) -> dict[str, Any]:
+        """The fingerprint of the case's agent; a ``fingerprint()`` of a user's agent that
+        fails is the case's error, in one line."""
+        try:
+            return self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0]
+        except Exception as exc:
+            message = f"llmeval_agent's fingerprint() failed: {type(exc).__name__}: {exc}"
+            raise RunnerError(message, kind="agent") from None
 
     def _own_outcome(self) -> None:
         """When the fixtures failed before the agent could name its model: the row's own

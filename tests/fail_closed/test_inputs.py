@@ -575,3 +575,26 @@ def test_a_broken_row_whose_fixture_skips_first_stays_an_error(pytester: pytest.
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     outcomes = {r["case_id"]: r["outcome"] for r in read_jsonl(pytester.path / "run/results.jsonl")}
     assert outcomes == {"000-broken": "error", "good-0": "passed", "good-1": "passed"}
+
+
+def test_an_agent_whose_fingerprint_fails_errs_each_case_in_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """A user's agent whose ``fingerprint()`` raises (its model is read at the first case's
+    setup): each case is an error naming it, never an INTERNALERROR."""
+    pytester.makeconftest(
+        "import pytest\n\nclass Agent:\n    def fingerprint(self):\n"
+        "        raise RuntimeError('no fingerprint today')\n"
+        "    def run(self, case, broker):\n        return 'same'\n\n"
+        "@pytest.fixture(scope='session')\ndef llmeval_agent():\n    return Agent()\n"
+    )
+    (pytester.path / "cases.golden.json").write_text(json.dumps([_row("a"), _row("b")]))
+    result = _run(pytester)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "INTERNALERROR" not in out
+    results = read_jsonl(pytester.path / "run/results.jsonl")
+    assert [r["outcome"] for r in results] == ["error", "error"]
+    assert all(
+        "fingerprint() failed: RuntimeError: no fingerprint today" in r["error"] for r in results
+    )

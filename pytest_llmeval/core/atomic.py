@@ -46,9 +46,11 @@ def write_text(path: Path, text: str | Iterable[str]) -> None:
     answer) is written as its backslash escape: in a JSON string that is the JSON escape of
     the same character, so the file stays valid UTF-8 and the value reads back unchanged."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _open_temp(path)
+    kept = _kept_mode(path)
+    fd, tmp = _open_temp(path, NEW_FILE_MODE if kept is None else kept)
     try:
-        _keep_mode(fd, path)
+        if kept is not None and hasattr(os, "fchmod"):
+            os.fchmod(fd, kept)  # the umask may have narrowed it: widen it back, never more
         with os.fdopen(
             fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
         ) as handle:
@@ -63,26 +65,28 @@ def write_text(path: Path, text: str | Iterable[str]) -> None:
         raise
 
 
-def _open_temp(path: Path) -> tuple[int, Path]:
-    """A new temp file beside ``path`` (``.<name>.<random>.tmp``), open for writing."""
+def _open_temp(path: Path, mode: int) -> tuple[int, Path]:
+    """A new temp file beside ``path`` (``.<name>.<random>.tmp``), open for writing, created
+    with ``mode`` (less the umask)."""
     for _ in range(_NAME_TRIES):
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(tmp, _FLAGS, NEW_FILE_MODE), tmp
+            return os.open(tmp, _FLAGS, mode), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"{path.parent}: no free temp file name for {path.name}")
 
 
-def _keep_mode(fd: int, path: Path) -> None:
-    """Give the temp file the mode of the regular file it replaces, as writing that file in
-    place would keep it (a file the user made private stays private)."""
+def _kept_mode(path: Path) -> int | None:
+    """The mode of the regular file ``path`` replaces, which the new one keeps, as writing
+    that file in place would (a file the user made private stays private); ``None`` for a new
+    file (``0666`` less the umask). The temp file is created with it, not changed to it once
+    open: created wider, another user could open it in between and read what is written."""
     try:
         found = os.stat(path, follow_symlinks=False)
     except OSError:
-        return  # a new file: 0666 less the umask
-    if stat.S_ISREG(found.st_mode) and hasattr(os, "fchmod"):
-        os.fchmod(fd, stat.S_IMODE(found.st_mode) & 0o777)
+        return None
+    return stat.S_IMODE(found.st_mode) & 0o777 if stat.S_ISREG(found.st_mode) else None
 
 
 def _replace(tmp: Path, path: Path) -> None:

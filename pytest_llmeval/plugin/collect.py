@@ -27,6 +27,7 @@ from pytest_llmeval.plugin.fixtures import (
     reuse_fixture_values,
     session_fixtures,
 )
+from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, other_model
 from pytest_llmeval.suites.base import (
     CaseSource,
     LoadItem,
@@ -288,6 +289,11 @@ class EvalItem(pytest.Function):
                 self.problem = exc
         return self._case
 
+    @property
+    def built_case(self) -> EvalCase | None:
+        """The case if it is built (never builds it)."""
+        return self._case
+
     def release(self) -> None:
         """Drop what the finished item no longer needs (pytest keeps every item to the end):
         its transcript and result, and the case when it can be built again from its row."""
@@ -317,8 +323,12 @@ class EvalItem(pytest.Function):
         named = self.state.runner_model
         agent_first = not named.settled and self.runnable
         if agent_first:  # no runner of the plugin's: the first case's agent names the model
-            self._set_up_fixtures()  # before any case is built (prompt_format: auto)
-            named.settle(self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0])
+            try:
+                self._set_up_fixtures()  # before any case is built (prompt_format: auto)
+            except (Exception, pytest.skip.Exception, pytest.fail.Exception):
+                self._own_outcome()  # a broken row's error (or the case's skip) comes first
+                raise
+            named.settle(self._agent_fingerprint(), from_agent=True)
         case = self.case
         if self.problem is not None:
             raise self.problem
@@ -329,6 +339,10 @@ class EvalItem(pytest.Function):
             self._set_up_fixtures()
         agent = self.funcargs["llmeval_agent"]
         self.state.check_runner(self, agent)  # resume: same runner
+        if named.from_agent and RUNNER_MODEL_KEY in case.metadata:  # the first agent's model
+            other = other_model(case.metadata, self.state.results.fingerprint_of(agent)[0])
+            if other is not None:
+                raise RunnerError(other, kind="agent")
         broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
         self.transcript = self.state.runahead.transcript_for(self, agent, broker)
         if self.transcript.error is not None:
@@ -337,6 +351,27 @@ class EvalItem(pytest.Function):
         invalid = _invalid_unicode(self.transcript)
         if invalid is not None:
             raise RunnerError(invalid, kind="protocol")
+
+    def _agent_fingerprint(self) -> dict[str, Any]:
+        """The fingerprint of the case's agent; a ``fingerprint()`` of a user's agent that
+        fails is the case's error, in one line."""
+        try:
+            return self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0]
+        except Exception as exc:
+            message = f"llmeval_agent's fingerprint() failed: {type(exc).__name__}: {exc}"
+            raise RunnerError(message, kind="agent") from None
+
+    def _own_outcome(self) -> None:
+        """When the fixtures failed before the agent could name its model: the row's own
+        error (a broken row), or the case's own skip, as when the case is built first. The
+        case is built without settling the model, and kept for this item's report (which
+        must not settle it either: the next case's agent may still name it)."""
+        with self.state.runner_model.probe():
+            case = self.case
+        if self.problem is not None:
+            raise self.problem from None
+        if case is not None and case.skip_reason:
+            _skip(case.skip_reason)
 
     def _set_up_fixtures(self) -> None:
         if not reuse_fixture_values(self, self.eval_file.fixture_values):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gc
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.progress import Progress
+from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, workers_disagree
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
@@ -78,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):
-        hooks = XdistHooks(controller=not hasattr(config, "workerinput"))
+        hooks = XdistHooks(controller=not hasattr(config, "workerinput"), state=state)
         config.pluginmanager.register(hooks, "llmeval-xdist")
     _register_spending(config, state)
     if not hasattr(config, "workerinput"):  # the workers read what the controller checked
@@ -152,11 +154,31 @@ def _held_signal(config: pytest.Config, name: str | None) -> None:
         )
 
 
+RUNNER_MODEL_REPORT = "llmeval_runner_model"
+"""A worker's report attribute: ``[worker id, model]`` for a case built for the model its
+agent named (``prompt_format: auto``), for the controller to compare across workers."""
+
+
 class XdistHooks:
     """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
 
-    def __init__(self, *, controller: bool):
+    def __init__(self, *, controller: bool, state: LLMEvalState):
         self.controller = controller
+        self.state = state
+        self.models: dict[str, str | None] = {}
+        """The controller's: the model each worker built its cases for (``prompt_format:
+        auto`` from the runner's fingerprint), as its reports say."""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The controller: workers that built their cases for different models fail the run
+        (one usage error, as a worker's refusal), rather than mix prompt formats."""
+        said = getattr(report, RUNNER_MODEL_REPORT, None)
+        if not self.controller or not isinstance(said, (list, tuple)) or len(said) != 2:
+            return
+        self.models.setdefault(str(said[0]), said[1])
+        disagree = workers_disagree(self.models)
+        if disagree is not None and self.state.refusal is None:
+            self.state.refusal = disagree
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -317,14 +339,28 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
     if not isinstance(item, EvalItem):
-        return report
+        return (yield)
+    named = item.state.runner_model
+    # a case reported before the model is known (pytest skipped it by a mark, its fixtures
+    # failed) is read without settling it: the next case's agent may still name it
+    with contextlib.nullcontext() if named.settled else named.probe():
+        return _eval_report((yield), item, call)
+
+
+def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> Any:
     state = item.state
     if state.refusal is not None:
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing
         state.results.attach(item, item.agent, call, report)
+        case = item.built_case  # under xdist, the model the cases that ran were built for
+        named = state.runner_model  # (once per worker: every case of it was built for one)
+        if call.when == "call" and not named.told and case and RUNNER_MODEL_KEY in case.metadata:
+            worker = getattr(item.config, "workerinput", {}).get("workerid")
+            if worker is not None:
+                named.told = True
+                setattr(report, RUNNER_MODEL_REPORT, [worker, case.metadata[RUNNER_MODEL_KEY]])
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()

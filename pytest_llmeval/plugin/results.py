@@ -297,7 +297,10 @@ class ResultBuilder:
         # redacted here, once: the journal, the other processes and the reports see no secret
         data = self.redactor.value(result.model_dump(mode="json"))
         if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
-            fp, data["runner_fingerprint"] = self.fingerprint_of(agent)
+            try:
+                fp, data["runner_fingerprint"] = self.fingerprint_of(agent)
+            except Exception:  # a user's fingerprint() that fails: its case's setup error
+                fp = None
         line = self.journal.line(data, fp)  # encoded once: journaled, and sent on under xdist
         self.journal.write(line)
         self.records.put(report, CaseRecord(data, fp, line))

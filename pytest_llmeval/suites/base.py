@@ -30,6 +30,7 @@ from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.tools.registry import ToolRegistry
 
 __all__ = [
+    "RUNNER_MODEL_KEY",
     "CaseSource",
     "LoadItem",
     "PendingCase",
@@ -42,6 +43,10 @@ __all__ = [
     "fallback_case_id",
     "row_fingerprint",
 ]
+
+RUNNER_MODEL_KEY = "runner_model"
+"""The metadata key of a case built from :attr:`SuiteContext.runner_model`: the name it was
+built for, so the plugin can refuse to run it with an agent that names another model."""
 
 
 @dataclass

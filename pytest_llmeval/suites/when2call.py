@@ -73,6 +73,7 @@ from pytest_llmeval.core.models import (
 from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.inputs.unique_keys import unique_object
 from pytest_llmeval.suites.base import (
+    RUNNER_MODEL_KEY,
     CaseSource,
     LoadItem,
     SuiteBase,
@@ -232,18 +233,25 @@ def _check_format(source: CaseSource, options: When2CallOptions) -> None:
 
 def _settled(
     source: CaseSource, options: When2CallOptions, ctx: SuiteContext
-) -> Callable[[], When2CallOptions]:
-    """The file's options as its cases are built: an ``auto`` left open is resolved from the
-    runner's model when the first case is built (the runner is known by then), once for the
-    file."""
+) -> Callable[[], tuple[When2CallOptions, dict[str, Any]]]:
+    """The file's options as its cases are built, with what a case's metadata adds: an
+    ``auto`` left open is resolved from the runner's model as each case is built (the runner
+    is known by then; once per answer), and the case says which model it was built for
+    (:data:`~pytest_llmeval.suites.base.RUNNER_MODEL_KEY`)."""
     if options.prompt_format != "auto":
-        return lambda: options
-    memo: list[When2CallOptions] = []
+        fixed: tuple[When2CallOptions, dict[str, Any]] = (options, {})
+        return lambda: fixed
+    memo: dict[str | None, tuple[When2CallOptions, dict[str, Any]]] = {}
 
-    def settled() -> When2CallOptions:
-        if not memo:
-            memo.append(resolve_auto(source, options, ctx.runner_model()))
-        return memo[0]
+    def settled() -> tuple[When2CallOptions, dict[str, Any]]:
+        model = ctx.runner_model()
+        found = memo.get(model)
+        if found is None:
+            found = memo[model] = (
+                resolve_auto(source, options, model),
+                {RUNNER_MODEL_KEY: model},
+            )
+        return found
 
     return settled
 
@@ -275,12 +283,17 @@ class When2CallSuite(SuiteBase):
         settled = _settled(source, options, ctx)
         yield from iter_cases(
             records,
-            lambda line, row: self._case(source, line, row, settled()),
+            lambda line, row: self._case(source, line, row, *settled()),
             lambda line, row: _identify(RowReader(source.display, line, row)),
         )
 
     def _case(
-        self, source: CaseSource, line: int, row: dict[str, Any], options: When2CallOptions
+        self,
+        source: CaseSource,
+        line: int,
+        row: dict[str, Any],
+        options: When2CallOptions,
+        routed: dict[str, Any],
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
         case_id, gold = _identify(read)
@@ -302,6 +315,7 @@ class When2CallSuite(SuiteBase):
             "prompt_format": fmt,
             "score": options.score,
             "source": row.get("source"),
+            **routed,
         }
         common: dict[str, Any] = {
             "case_id": case_id,

@@ -13,9 +13,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_llmeval.core import atomic
 from pytest_llmeval.core.atomic import write_text
 from tests.conftest import write_json
 
@@ -145,3 +147,26 @@ def test_every_file_a_run_writes_follows_the_umask(pytester: pytest.Pytester, um
     assert done.returncode == 0, done.stdout + done.stderr
     made = _files(pytester.path / "evals")
     assert made and set(made.values()) == {want}, made
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000], indirect=True)
+def test_a_private_files_temp_is_never_wider_than_the_file(
+    tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file that replaces a private file is created private: made wider and narrowed
+    once open, another user could open it in between and read (under umask 000: write) it."""
+    created: list[int] = []
+    real_open = os.open
+
+    def recording_open(path: Any, flags: int, mode: int = 0o777, **kw: Any) -> int:
+        fd = real_open(path, flags, mode, **kw)
+        created.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return fd
+
+    target = tmp_path / "baseline.json"
+    target.write_text("old\n")
+    target.chmod(0o600)
+    monkeypatch.setattr(atomic.os, "open", recording_open)
+    write_text(target, "new\n")
+    assert created == [0o600]
+    assert (target.read_text(), _mode(target)) == ("new\n", 0o600)

@@ -155,6 +155,10 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "every data row is collected exactly once": ("inputs", [
         "test_every_row_is_collected_exactly_once",
         "test_a_gaia_row_without_an_id_never_takes_a_real_id",
+        "test_a_broken_row_whose_fixture_skips_first_stays_an_error",
+    ]),
+    "an agent whose fingerprint cannot be read errs its cases": ("inputs", [
+        "test_an_agent_whose_fingerprint_fails_errs_each_case_in_one_line",
     ]),
     "unwritable or unreadable paths give one line": ("state", [
         "test_a_run_dir_path_that_is_a_file_is_one_line",

@@ -549,3 +549,52 @@ def test_a_broken_baseline_is_refused_and_the_run_is_red(
     assert _outcomes(_results(pytester)) == {"ok.golden.json::ok": "passed"}
     report = json.loads((pytester.path / "run" / "report.json").read_text(encoding="utf-8"))
     assert report["totals"]["passed"] == 1
+
+
+def test_a_broken_row_whose_fixture_skips_first_stays_an_error(pytester: pytest.Pytester) -> None:
+    """A conftest's agent is set up before the first case is built (it may name the model a
+    case is built for). A fixture that skips that first case (a resource warming up) must not
+    make a broken row read skipped: the run stays red though every other case passes."""
+    from tests.suites.test_when2call import SCORER_CONFTEST
+    from tests.suites.test_when2call_routing import _rows
+
+    good = next(row for row in _rows() if row["uuid"].startswith("530a"))
+    bad = dict(good, uuid="000-broken", tools=["{not json"])
+    rows = [bad, *(dict(good, uuid=f"good-{i}") for i in range(2))]
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(
+        SCORER_CONFTEST
+        + "import pytest\nfrom pytest_llmeval.engine.agent import default_agent\n"
+        + "CALLS = [0]\n\n@pytest.fixture\ndef llmeval_agent():\n"
+        + '    CALLS[0] += 1\n    if CALLS[0] == 1:\n        pytest.skip("warming up")\n'
+        + "    return default_agent(Scorer())\n"
+    )
+    (pytester.path / "rows.jsonl").write_text(_jsonl(*rows))
+    (pytester.path / "w.llmeval.yaml").write_text("suite: when2call\ndata: rows.jsonl\n")
+    result = _run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    outcomes = {r["case_id"]: r["outcome"] for r in read_jsonl(pytester.path / "run/results.jsonl")}
+    assert outcomes == {"000-broken": "error", "good-0": "passed", "good-1": "passed"}
+
+
+def test_an_agent_whose_fingerprint_fails_errs_each_case_in_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """A user's agent whose ``fingerprint()`` raises (its model is read at the first case's
+    setup): each case is an error naming it, never an INTERNALERROR."""
+    pytester.makeconftest(
+        "import pytest\n\nclass Agent:\n    def fingerprint(self):\n"
+        "        raise RuntimeError('no fingerprint today')\n"
+        "    def run(self, case, broker):\n        return 'same'\n\n"
+        "@pytest.fixture(scope='session')\ndef llmeval_agent():\n    return Agent()\n"
+    )
+    (pytester.path / "cases.golden.json").write_text(json.dumps([_row("a"), _row("b")]))
+    result = _run(pytester)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "INTERNALERROR" not in out
+    results = read_jsonl(pytester.path / "run/results.jsonl")
+    assert [r["outcome"] for r in results] == ["error", "error"]
+    assert all(
+        "fingerprint() failed: RuntimeError: no fingerprint today" in r["error"] for r in results
+    )

@@ -24,6 +24,7 @@ __all__ = [
     "ListedEntry",
     "RunSummary",
     "history_lines",
+    "reasons_text",
     "run_summary",
     "run_verdict",
     "runner_text",
@@ -134,6 +135,23 @@ def runner_text(summary: RunSummary) -> str:
     return f"{summary.runner}: {', '.join(summary.models)}"
 
 
+REASON_WIDTH = 200
+"""The most characters of one reason a listing shows: a run dir's record is not trusted to be
+short (a hand-edited manifest may hold a 50 MB reason)."""
+
+
+def reasons_text(reasons: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` reasons on one line, each cut to :data:`REASON_WIDTH` characters,
+    control characters (a new line, a terminal escape) as spaces; ``+N more`` for the rest."""
+    parts = []
+    for reason in reasons[:shown]:
+        text = "".join(ch if ch.isprintable() else " " for ch in reason[: REASON_WIDTH + 1])
+        parts.append(text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 3] + "...")
+    if len(reasons) > shown:
+        parts.append(f"+{len(reasons) - shown} more")
+    return "; ".join(parts)
+
+
 def started_text(started: str | None) -> str:
     """``2026-11-26 11:24 UTC`` from an ISO 8601 time; ``?`` when unknown."""
     if not started:
@@ -173,7 +191,7 @@ def history_lines(
         if entry.note:
             head.append(entry.note)
         if entry.verdict == "failed" and entry.reasons:
-            head.append("(" + "; ".join(entry.reasons[:3]) + ")")
+            head.append(f"({reasons_text(entry.reasons)})")
         if entry.name == latest:
             head.append("<- latest")
         lines.append("  ".join(head))

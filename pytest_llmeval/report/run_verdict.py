@@ -12,16 +12,16 @@ recorded are judged from their files with the same rule (:func:`decide`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import cast, get_args
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
 from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
 
-__all__ = ["SESSION_ONLY", "decide", "record", "recorded_faults"]
+__all__ = ["REJUDGED", "decide", "record", "recorded_faults"]
 
-SESSION_ONLY: tuple[FaultKind, ...] = ("crash", "mlflow", "leak", "baseline", "journal")
-"""Fault kinds that judging a run dir's files again cannot find: ``summarize`` keeps them."""
+REJUDGED: tuple[FaultKind, ...] = ("write", "unjudged")
+"""Fault kinds that judging a run dir's files again finds (or, a write, does again)."""
 
 
 def record(
@@ -71,7 +71,9 @@ def decide(
     cut short or a gate judged a subset of its cases; ``passed`` otherwise."""
     status = exit_status
     if not reasons and interrupted is None and status is not None and status != 0:
-        reasons = [f"pytest exited with status {status}"]
+        # a fault of its own: summarize and merge, which cannot see why, keep it
+        unexplained = RecordedFault(kind="exit", message=f"pytest exited with status {status}")
+        reasons, faults = [unexplained.message], [*faults, unexplained]
     if reasons:
         return RunVerdict(
             status="failed", exit_status=status, reasons=list(reasons), faults=list(faults)
@@ -86,8 +88,16 @@ def decide(
 
 
 def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
-    """The faults of an earlier record that judging the run dir again cannot find."""
+    """The faults of an earlier record that judging the run dir again cannot find: every
+    kind but those it finds again; a kind this version does not know is kept too (as
+    ``exit``, naming it), so an edited or newer record never reads greener here."""
     if recorded is None:
         return []
-    kept = [f for f in recorded.faults if f.kind in SESSION_ONLY]
-    return [Fault(cast(FaultKind, f.kind), f.message) for f in kept]
+    known = get_args(FaultKind)
+    return [
+        Fault(cast(FaultKind, f.kind), f.message)
+        if f.kind in known
+        else Fault("exit", f"{f.kind}: {f.message}")
+        for f in recorded.faults
+        if f.kind not in REJUDGED
+    ]

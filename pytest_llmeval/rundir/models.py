@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
+    StrictInt,
     model_serializer,
     model_validator,
 )
@@ -290,12 +291,22 @@ class RunVerdict(BaseModel):
     or, with ``--llmeval-exit-on all``, a case failed that was not an expected miss; also any
     other non-zero exit of a run that was not cut short. ``partial`` when the run was cut short
     or a gate judged a subset of its cases; ``passed`` otherwise."""
-    exit_status: int | None
+    exit_status: StrictInt | None
     """The session's exit status; ``None`` when the verdict was read from the files alone."""
     reasons: list[str]
     """Why the status is not ``passed``, one line each."""
     faults: list[RecordedFault] = []
     """The faults among the reasons, by kind: ``summarize`` keeps those it cannot see again."""
+
+    @model_validator(mode="after")
+    def _green_only_when_it_is(self) -> RunVerdict:
+        """A ``passed`` record with a non-zero exit status, a reason or a fault contradicts
+        itself (a hand edit, a bad merge of files): refused, so no reader shows it green."""
+        if self.status == "passed" and (self.exit_status or self.reasons or self.faults):
+            raise ValueError(
+                "'passed' with a non-zero exit status, a reason or a fault contradicts itself"
+            )
+        return self
 
 
 class RunManifest(BaseModel):

@@ -139,6 +139,11 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_cut_short_run_records_partial_with_its_exit_status",
         "test_a_run_dir_without_a_recorded_verdict_is_judged_from_its_files",
         "test_a_merge_keeps_what_only_a_shards_session_knew",
+        "test_a_status_changed_after_the_record_is_recorded_as_pytest_exits",
+        "test_a_plain_test_failing_under_exit_on_gates_is_red",
+        "test_a_forged_verdict_never_reads_green_and_says_so_in_one_line",
+        "test_a_late_verdict_is_written_when_the_folder_takes_no_new_file",
+        "test_a_writer_that_raises_after_the_run_dir_leaves_it_red",
     ]),
     "summarize and a reused run dir judge one run, and say so": ("state", [
         "test_summarize_exits_as_its_verdict_says",

@@ -100,9 +100,7 @@ class SessionReport:
             self.state.refusal = self.state.refusal or str(refusal)
         if getattr(report, "llmeval_unjournaled", None) is not None:
             self.unjournaled = True  # a process's journal stopped (a full disk)
-        plain = report.failed and not self._is_case(report.nodeid)
-        if plain and report.nodeid not in self.plain_failed:
-            self.plain_failed.append(report.nodeid)
+        self._plain(report)
         record = self.state.records.of(report)
         if record is None:
             return
@@ -110,6 +108,15 @@ class SessionReport:
         self.results[result.nodeid] = result
         if record.runner and result.runner_fingerprint:
             self.runners.setdefault(result.runner_fingerprint, record.runner)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._plain(report)  # a test file not collected (--continue-on-collection-errors)
+
+    def _plain(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+        """Note a test that is not an eval case and failed, errored or could not be collected."""
+        plain = report.failed and not self._is_case(report.nodeid)
+        if plain and report.nodeid not in self.plain_failed:
+            self.plain_failed.append(report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:

@@ -283,7 +283,7 @@ def test_a_status_changed_after_the_record_is_recorded_as_pytest_exits(
         assert _manifest_verdict(late_dir)["status"] == "failed"
 
 
-@pytest.mark.parametrize("phase", ["setup", "call", "teardown"])
+@pytest.mark.parametrize("phase", ["collect", "setup", "call", "teardown"])
 def test_a_plain_test_failing_under_exit_on_gates_is_red(
     pytester: pytest.Pytester, phase: str
 ) -> None:
@@ -291,17 +291,19 @@ def test_a_plain_test_failing_under_exit_on_gates_is_red(
     project's own (in a fixture's setup or teardown too): the session exits 1, its record
     names the test, and summarize and merge keep it."""
     body = {
+        "collect": "    yield\n",
         "setup": "    raise RuntimeError('setup')\n",
         "call": "    yield\n",
         "teardown": "    yield\n    raise RuntimeError('teardown')\n",
     }[phase]
-    check = "assert False" if phase == "call" else "pass"
+    check = {"call": "assert False", "collect": "pass  ("}.get(phase, "pass")
     pytester.makepyfile(
         test_plain=f"import pytest\n\n@pytest.fixture\ndef db():\n{body}\n\n"
         f"def test_plain(db):\n    {check}\n"
     )
     _golden(pytester, IDS[:4])
     gated = ("--llmeval-exit-on", "gates", "--llmeval-gate", "golden.pass_rate>=0.5")
+    gated += ("--continue-on-collection-errors",)
     for index in range(2):
         result = pytester.runpytest(
             "-p", "no:randomly", "--llmeval-runner", "echo", f"--llmeval-shard={index}/2",
@@ -309,7 +311,8 @@ def test_a_plain_test_failing_under_exit_on_gates_is_red(
         )  # fmt: skip
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         recorded = _manifest_verdict(pytester.path / f"s{index}")
-        message = "a test that is not an eval case failed: test_plain.py::test_plain"
+        plain = "test_plain.py" if phase == "collect" else "test_plain.py::test_plain"
+        message = f"a test that is not an eval case failed: {plain}"
         assert recorded == {
             "status": "failed", "exit_status": 1, "reasons": [message],
             "faults": [{"kind": "tests", "message": message}],
@@ -326,7 +329,8 @@ def test_a_plain_test_failing_under_exit_on_gates_is_red(
     ]
     # a session of plain tests alone, with the ini's exit-on gates, is red too
     (pytester.path / "qa.golden.json").unlink()
-    assert pytester.runpytest("--llmeval-exit-on", "gates", "test_plain.py").ret == 1
+    plain_only = pytester.runpytest("--llmeval-exit-on", "gates", *gated[-1:], "test_plain.py")
+    assert plain_only.ret == 1
 
 
 FORGED: dict[str, tuple[str, Any]] = {

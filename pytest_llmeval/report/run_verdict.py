@@ -18,7 +18,10 @@ from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
 from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
 
-__all__ = ["REJUDGED", "decide", "record", "recorded_faults"]
+__all__ = ["REJUDGED", "cut_short_status", "decide", "record", "recorded_faults"]
+
+NO_TESTS_COLLECTED = 5
+"""pytest's status for a session that collected nothing (an empty shard)."""
 
 REJUDGED: tuple[FaultKind, ...] = ("write", "unjudged")
 """Fault kinds that judging a run dir's files again finds (or, a write, does again)."""
@@ -71,9 +74,11 @@ def decide(
     cut short or a gate judged a subset of its cases; ``passed`` otherwise."""
     status = exit_status
     if not reasons and interrupted is None and status is not None and status != 0:
-        # a fault of its own: summarize and merge, which cannot see why, keep it
         unexplained = RecordedFault(kind="exit", message=f"pytest exited with status {status}")
-        reasons, faults = [unexplained.message], [*faults, unexplained]
+        reasons = [unexplained.message]
+        if status != NO_TESTS_COLLECTED:  # an empty shard's own: its merge is not failed
+            # a fault of its own: summarize and merge, which cannot see why, keep it
+            faults = [*faults, unexplained]
     if reasons:
         return RunVerdict(
             status="failed", exit_status=status, reasons=list(reasons), faults=list(faults)
@@ -101,3 +106,12 @@ def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
         for f in recorded.faults
         if f.kind not in REJUDGED
     ]
+
+
+def cut_short_status(code: int, interrupted: Interrupted | None) -> int:
+    """The exit status of a verdict judged again (``summarize``, ``merge``) whose cases ``code``
+    decides: a run cut short is never 0; 1 after ``-x``/``--maxfail`` as its session exited,
+    2 after Ctrl-C, SIGTERM or a budget (a shard of a merge among them)."""
+    if interrupted is None:
+        return code
+    return 1 if interrupted.reason == "maxfail" else max(code, 2)

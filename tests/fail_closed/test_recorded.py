@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pytest_llmeval.report.run_verdict import decide
 from tests.conftest import write_json
 from tests.fail_closed.test_interrupt import BASE, IDS, RUNNER
 
@@ -443,3 +444,29 @@ def test_a_writer_that_raises_after_the_run_dir_leaves_it_red(pytester: pytest.P
     (fault,) = recorded["faults"]
     assert fault["kind"] == "exit" and "FileExistsError" in fault["message"]
     assert _page_verdict(pytester.path / "out/r") == "failed"
+
+
+def test_a_merge_of_a_shard_cut_short_never_exits_0(pytester: pytest.Pytester) -> None:
+    """A budget stopped a shard (its session exited 2): the merge of it is cut short too, and
+    exits 2 as summarize and the unsharded session would, its record ``partial`` with that
+    status; an empty shard's own exit (5) does not fail the merge."""
+    pytester.makeconftest(RUNNER)  # two tokens a case
+    _golden(pytester, IDS[:6])
+    codes = []
+    for index in range(2):
+        result = pytester.runpytest(
+            *BASE, f"--llmeval-shard={index}/2", f"--llmeval-run-dir=s{index}",
+            "--llmeval-max-tokens-total=3",
+        )  # fmt: skip
+        codes.append(result.ret)
+    assert pytest.ExitCode.INTERRUPTED in codes and pytest.ExitCode.OK not in codes
+    empty = decide([], interrupted=None, partial_gates=0, exit_status=5)
+    assert empty.status == "failed" and empty.faults == []  # recorded, never kept by a merge
+    done = _command(pytester.path, "merge", "merged", "s0", "s1")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "; exit 2" in done.stdout
+    recorded = _manifest_verdict(pytester.path / "merged")
+    assert recorded == {
+        "status": "partial", "exit_status": 2, "reasons": ["cut short (budget)"], "faults": []
+    }  # fmt: skip
+    assert _command(pytester.path, "summarize", "merged").returncode == 2

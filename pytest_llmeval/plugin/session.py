@@ -34,7 +34,7 @@ from pytest_llmeval.rundir.models import Report, RunManifest, RunVerdict
 if TYPE_CHECKING:  # imported where a session ends: every session starts faster
     from pytest_llmeval.report.html.header import RunFacts
     from pytest_llmeval.report.writer import RunWriter
-from pytest_llmeval.rundir.read import manifests_named
+from pytest_llmeval.rundir.read import manifests_named, recorded_verdict
 
 session_report_key = pytest.StashKey["SessionReport"]()
 
@@ -79,6 +79,8 @@ class SessionReport:
         mode (``--llmeval-exit-on gates`` lets failed eval cases through, nothing else)."""
         self.session: pytest.Session | None = None
         """The session, to record how it really ended once every plugin has had its say."""
+        self.earlier = recorded_verdict(state.run_dir) if state.settings.resume else None
+        """The record of the run resumed, read before this session writes its own."""
         try:  # a bad --llmeval-gate is a usage error, up front
             verdict.cli_gates(state.settings)
         except ConfigError as exc:
@@ -215,6 +217,7 @@ class SessionReport:
         """What only this session knows fails the run: workers that died after their case
         was judged, a journal that stopped."""
         faults = [Fault("crash", message) for message in self.crashes]
+        faults += run_verdict.standing_crashes(self.earlier, self.state.finished)
         if self.plain_failed:
             first, more = self.plain_failed[0], len(self.plain_failed) - 1
             others = f" and {more} more" if more else ""

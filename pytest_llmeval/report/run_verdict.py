@@ -11,14 +11,22 @@ recorded are judged from their files with the same rule (:func:`decide`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Container, Iterable, Sequence
 from typing import cast, get_args
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
 from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
 
-__all__ = ["REJUDGED", "cut_short_status", "decide", "record", "recorded_faults"]
+__all__ = [
+    "REJUDGED",
+    "cut_short_status",
+    "decide",
+    "record",
+    "recorded_faults",
+    "standing_crashes",
+]
 
 NO_TESTS_COLLECTED = 5
 """pytest's status for a session that collected nothing (an empty shard)."""
@@ -115,3 +123,21 @@ def cut_short_status(code: int, interrupted: Interrupted | None) -> int:
     if interrupted is None:
         return code
     return 1 if interrupted.reason == "maxfail" else max(code, 2)
+
+
+_JUDGED_CASE = re.compile(r" died after (.+?) was judged")
+
+
+def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> list[Fault]:
+    """An earlier attempt's workers that died after their case was judged, for a resume of
+    it: the case's result stands and the resume reuses it, so the crash stands too (a resume
+    with nothing left to run exits as the finished run did). A crash whose case runs again is
+    the new result's to judge."""
+    if recorded is None:
+        return []
+    out = []
+    for fault in recorded.faults:
+        case = _JUDGED_CASE.search(fault.message) if fault.kind == "crash" else None
+        if case is not None and case.group(1) in reused:
+            out.append(Fault("crash", fault.message))
+    return out

@@ -470,3 +470,34 @@ def test_a_merge_of_a_shard_cut_short_never_exits_0(pytester: pytest.Pytester) -
         "status": "partial", "exit_status": 2, "reasons": ["cut short (budget)"], "faults": []
     }  # fmt: skip
     assert _command(pytester.path, "summarize", "merged").returncode == 2
+
+
+def test_a_resume_keeps_a_crash_whose_judged_case_it_reuses(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker died after its case was judged: the run exited 1 and its record says so.
+    Resuming the finished run reuses that result, so it exits as the finished run did, and
+    says why, every time; summarize agrees."""
+    pytest.importorskip("xdist")
+    pytester.makeconftest(
+        RUNNER + "\n\ndef pytest_runtest_teardown(item):\n"
+        "    if item.name == os.environ.get('LLMEVAL_TEST_KILL_AFTER'):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    _golden(pytester, IDS[:6])
+    monkeypatch.setenv("LLMEVAL_TEST_KILL_AFTER", "c03")
+    result = pytester.runpytest(*BASE, "-n", "2", "--llmeval-run-dir=out/crashed")
+    monkeypatch.delenv("LLMEVAL_TEST_KILL_AFTER")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    crashed = pytester.path / "out/crashed"
+    (reason,) = _manifest_verdict(crashed)["reasons"]
+    assert "c03 was judged" in reason
+    for _ in range(2):
+        resumed = pytester.runpytest(*BASE, "--llmeval-resume=out/crashed")
+        assert resumed.ret == pytest.ExitCode.TESTS_FAILED
+        assert _manifest_verdict(crashed) == {
+            "status": "failed", "exit_status": 1, "reasons": [reason],
+            "faults": [{"kind": "crash", "message": reason}],
+        }  # fmt: skip
+        assert _page_verdict(crashed) == "failed"
+    assert _command(pytester.path, "summarize", "out/crashed").returncode == 1

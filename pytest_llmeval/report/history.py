@@ -100,14 +100,25 @@ def run_summary(run: RunOutcomes) -> RunSummary:
     )
 
 
+_RANK: dict[VerdictStatus, int] = {"passed": 0, "partial": 1, "failed": 2}
+
+
 def run_verdict(run: RunOutcomes) -> tuple[VerdictStatus, list[str]]:
     """The run's verdict and the reasons for it: as its session (or ``merge``, or
-    ``summarize``) recorded it in ``manifest.json``; judged from the files with the same rule
+    ``summarize``) recorded it in ``manifest.json``, which knows what the files cannot show;
+    judged from the files with the same rule
     (:func:`~pytest_llmeval.report.run_verdict.decide`) for a run dir written before it was
-    recorded."""
+    recorded, and whenever the files read redder than the record (a hand-edited ``passed``
+    never shows a red run green)."""
+    status, reasons = _files_verdict(run)
     recorded = run.manifest.verdict
-    if recorded is not None:
+    if recorded is not None and _RANK[recorded.status] >= _RANK[status]:
         return recorded.status, list(recorded.reasons)
+    return status, reasons
+
+
+def _files_verdict(run: RunOutcomes) -> tuple[VerdictStatus, list[str]]:
+    """The verdict the report and case outcomes show."""
     report, outcomes = run.report, run.outcomes
     gates = report.gates.results if report.gates is not None else []
     reasons = [f"gate {g.gate.name} failed" for g in gates if g.failed]

@@ -501,3 +501,24 @@ def test_a_resume_keeps_a_crash_whose_judged_case_it_reuses(
         }  # fmt: skip
         assert _page_verdict(crashed) == "failed"
     assert _command(pytester.path, "summarize", "out/crashed").returncode == 1
+
+
+def test_a_forged_passed_record_never_shows_a_red_run_green(pytester: pytest.Pytester) -> None:
+    """A case failed (exit 1), then the record was edited to a consistent ``passed``: runs
+    and compare read the files too and show the redder of the two."""
+    write_json(
+        pytester,
+        "qa.golden.json",
+        [{"id": "a", "input": "a", "expected_output": "a"},
+         {"id": "b", "input": "b", "expected_output": "not b"}],
+    )  # fmt: skip
+    assert pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir=out/red").ret == 1
+    red = pytester.path / "out/red"
+    manifest = json.loads((red / "manifest.json").read_text())
+    manifest["verdict"] = {"status": "passed", "exit_status": 0, "reasons": [], "faults": []}
+    (red / "manifest.json").write_text(json.dumps(manifest))
+    assert "  failed  (1 case(s) failed)" in _runs_line(pytester.path, red)
+    done = _command(pytester.path, "compare", "out/red", "out/red", "--out", "cmp")
+    assert done.returncode == 0, done.stderr
+    assert "| A | `red` |" in done.stdout and "| 2 | failed |" in done.stdout
+    assert "| passed |" not in done.stdout

@@ -349,6 +349,10 @@ class SessionReport:
             model=settings.model,
             verdict=ending,
         )
+        # an earlier session's record goes first: if this one cannot finish its files, the run
+        # dir reads unfinished, never as the last session ended
+        writer.layout.manifest.unlink(missing_ok=True)
+        writer.layout.html.unlink(missing_ok=True)
         written = writer.write(
             results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
         )

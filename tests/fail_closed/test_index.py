@@ -147,6 +147,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_merge_of_a_shard_cut_short_never_exits_0",
         "test_a_resume_keeps_a_crash_whose_judged_case_it_reuses",
         "test_a_forged_passed_record_never_shows_a_red_run_green",
+        "test_a_session_that_cannot_finish_its_files_leaves_no_earlier_record",
     ]),
     "summarize and a reused run dir judge one run, and say so": ("state", [
         "test_summarize_exits_as_its_verdict_says",

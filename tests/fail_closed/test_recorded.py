@@ -522,3 +522,22 @@ def test_a_forged_passed_record_never_shows_a_red_run_green(pytester: pytest.Pyt
     assert done.returncode == 0, done.stderr
     assert "| A | `red` |" in done.stdout and "| 2 | failed |" in done.stdout
     assert "| passed |" not in done.stdout
+
+
+def test_a_session_that_cannot_finish_its_files_leaves_no_earlier_record(
+    pytester: pytest.Pytester,
+) -> None:
+    """A green session wrote the run dir; a second session in it cannot write its page (a
+    folder is in the way) and exits 1: the run dir reads unfinished, not as the first one
+    ended."""
+    _golden(pytester, IDS[:3])
+    run = ("--llmeval-runner", "echo", "--llmeval-run-dir=out/r")
+    assert pytester.runpytest(*run).ret == pytest.ExitCode.OK
+    used = pytester.path / "out/r"
+    (used / "report.html").unlink()
+    (used / "report.html").mkdir()
+    assert pytester.runpytest(*run).ret == pytest.ExitCode.TESTS_FAILED
+    assert not (used / "manifest.json").exists()
+    listed = _command(pytester.path, "runs", "out")
+    assert "r  unfinished: no manifest.json" in listed.stdout, listed.stdout
+    assert "passed" not in listed.stdout

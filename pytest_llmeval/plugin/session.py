@@ -182,11 +182,13 @@ class SessionReport:
             return (yield)
         except pytest.exit.Exception:  # pytest sets the status it asks for: recorded later
             raise
-        except Exception as exc:
-            # the process ends on this error (exit 1): the run dir must not read green
+        except BaseException as exc:
+            # the process ends on this (exit 1, or sys.exit()'s): the run dir must not read green
             message = f"the session ended on an error after the run dir was written: {exc!r}"
             self.verdict.faults.append(Fault("exit", message))
-            session.exitstatus = self._escalated(session.exitstatus)
+            code = exc.code if isinstance(exc, SystemExit) else None
+            status = code if isinstance(code, int) and code else pytest.ExitCode.TESTS_FAILED
+            session.exitstatus = self._escalated(status)
             raise
         finally:
             self._leak_check(session)
@@ -218,19 +220,10 @@ class SessionReport:
         was judged, a journal that stopped."""
         faults = [Fault("crash", message) for message in self.crashes]
         faults += run_verdict.standing_crashes(self.earlier, self.state.finished)
-        if self.plain_failed:
-            first, more = self.plain_failed[0], len(self.plain_failed) - 1
-            others = f" and {more} more" if more else ""
-            faults.append(
-                Fault("tests", f"a test that is not an eval case failed: {first}{others}")
-            )
+        faults += run_verdict.plain_tests_failed(self.plain_failed)
         if self.unjournaled:
-            faults.append(
-                Fault(
-                    "journal",
-                    "a journal stopped: cases ran that no journal holds (resume runs them again)",
-                )
-            )
+            stopped = "a journal stopped: cases ran that no journal holds (resume runs them again)"
+            faults.append(Fault("journal", stopped))
         return faults
 
     def _status(self, session: pytest.Session) -> int | pytest.ExitCode:

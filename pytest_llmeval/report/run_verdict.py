@@ -23,6 +23,7 @@ __all__ = [
     "REJUDGED",
     "cut_short_status",
     "decide",
+    "plain_tests_failed",
     "record",
     "recorded_faults",
     "standing_crashes",
@@ -141,3 +142,12 @@ def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> lis
         if case is not None and case.group(1) in reused:
             out.append(Fault("crash", fault.message))
     return out
+
+
+def plain_tests_failed(nodeids: Sequence[str]) -> list[Fault]:
+    """The fault of tests that are not eval cases and failed, errored or were not collected
+    (none when there are none): red in every mode, ``--llmeval-exit-on gates`` included."""
+    if not nodeids:
+        return []
+    more = f" and {len(nodeids) - 1} more" if len(nodeids) > 1 else ""
+    return [Fault("tests", f"a test that is not an eval case failed: {nodeids[0]}{more}")]

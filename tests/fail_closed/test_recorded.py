@@ -445,6 +445,16 @@ def test_a_writer_that_raises_after_the_run_dir_leaves_it_red(pytester: pytest.P
     assert fault["kind"] == "exit" and "FileExistsError" in fault["message"]
     assert _page_verdict(pytester.path / "out/r") == "failed"
 
+    # another plugin's sys.exit() there: the process exits with its code, and so does the record
+    pytester.makeconftest(
+        "import sys, pytest\n\n@pytest.hookimpl(trylast=True)\n"
+        "def pytest_sessionfinish(session):\n    sys.exit(4)\n"
+    )
+    result = pytester.runpytest_subprocess("--llmeval-runner", "echo", "--llmeval-run-dir=out/r")
+    assert result.ret == 4
+    recorded = _manifest_verdict(pytester.path / "out/r")
+    assert recorded["status"] == "failed" and recorded["exit_status"] == 4
+
 
 def test_a_merge_of_a_shard_cut_short_never_exits_0(pytester: pytest.Pytester) -> None:
     """A budget stopped a shard (its session exited 2): the merge of it is cut short too, and

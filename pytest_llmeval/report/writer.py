@@ -151,7 +151,8 @@ class RunWriter:
         facts: RunFacts,
     ) -> RunManifest:
         """``manifest.json`` and report.html again, with ``verdict``: a fault found after they
-        were written (a leaked secret, an MLflow failure) changed how the run ended."""
+        were written (a leaked secret, an MLflow failure, another plugin or a signal) changed
+        how the run ended."""
         manifest = manifest.model_copy(update={"verdict": verdict})
         # the record runs and compare read first (it is small); both over the old files, in
         # place when the folder takes no new file: neither may stay greener than the run

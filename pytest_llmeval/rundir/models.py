@@ -273,7 +273,9 @@ class RecordedFault(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str
-    """``crash``, ``write``, ``mlflow``, ``leak``, ``unjudged``, ``baseline``, ``journal``."""
+    """``crash``, ``write``, ``mlflow``, ``leak``, ``unjudged``, ``baseline``, ``journal``,
+    ``tests`` (a test that is not an eval case failed), ``exit`` (the session exited non-zero
+    for a reason of its own); readers keep a kind they do not know."""
     message: str
     """The line the terminal printed."""
 

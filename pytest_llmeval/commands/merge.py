@@ -104,8 +104,10 @@ class Merged:
 
     @property
     def exit_code(self) -> int:
-        """0 or 1, as the unsharded session would exit (``--llmeval-exit-on`` included)."""
-        return self.verdict.exit_code(self.results, self.settings.exit_on)
+        """As the unsharded session would exit (``--llmeval-exit-on`` included): 0 or 1, and
+        never 0 when a shard was cut short (a budget, a signal: 2)."""
+        code = self.verdict.exit_code(self.results, self.settings.exit_on)
+        return run_verdict.cut_short_status(code, self.report.interrupted)
 
     def record(self) -> RunVerdict:
         """The merge's verdict as ``manifest.json`` and report.html show it."""

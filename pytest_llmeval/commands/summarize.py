@@ -110,6 +110,4 @@ def _exit_code(judged: verdict.Verdict, run: RunRecord, settings: Settings) -> i
     interrupted = run.report.interrupted if run.report is not None else None
     if interrupted is None and run.manifest.interrupted is not None:
         interrupted = run.manifest.interrupted
-    if interrupted is None:
-        return code
-    return 1 if interrupted.reason == "maxfail" else max(code, 2)
+    return run_verdict.cut_short_status(code, interrupted)

@@ -34,7 +34,7 @@ from pytest_llmeval.rundir.models import Report, RunManifest, RunVerdict
 if TYPE_CHECKING:  # imported where a session ends: every session starts faster
     from pytest_llmeval.report.html.header import RunFacts
     from pytest_llmeval.report.writer import RunWriter
-from pytest_llmeval.rundir.read import manifests_named
+from pytest_llmeval.rundir.read import manifests_named, recorded_verdict
 
 session_report_key = pytest.StashKey["SessionReport"]()
 
@@ -74,6 +74,13 @@ class SessionReport:
         """Why ``<output root>/latest`` was not pointed at this run (a file of the user's)."""
         self.written: _Written | None = None
         """The manifest and page facts as written, to write the verdict again if it changes."""
+        self.plain_failed: list[str] = []
+        """Tests of this session that are not eval cases and failed or errored: red in every
+        mode (``--llmeval-exit-on gates`` lets failed eval cases through, nothing else)."""
+        self.session: pytest.Session | None = None
+        """The session, to record how it really ended once every plugin has had its say."""
+        self.earlier = recorded_verdict(state.run_dir) if state.settings.resume else None
+        """The record of the run resumed, read before this session writes its own."""
         try:  # a bad --llmeval-gate is a usage error, up front
             verdict.cli_gates(state.settings)
         except ConfigError as exc:
@@ -95,6 +102,7 @@ class SessionReport:
             self.state.refusal = self.state.refusal or str(refusal)
         if getattr(report, "llmeval_unjournaled", None) is not None:
             self.unjournaled = True  # a process's journal stopped (a full disk)
+        self._plain(report)
         record = self.state.records.of(report)
         if record is None:
             return
@@ -102,6 +110,15 @@ class SessionReport:
         self.results[result.nodeid] = result
         if record.runner and result.runner_fingerprint:
             self.runners.setdefault(result.runner_fingerprint, record.runner)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._plain(report)  # a test file not collected (--continue-on-collection-errors)
+
+    def _plain(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+        """Note a test that is not an eval case and failed, errored or could not be collected."""
+        plain = report.failed and not self._is_case(report.nodeid)
+        if plain and report.nodeid not in self.plain_failed:
+            self.plain_failed.append(report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
@@ -133,6 +150,7 @@ class SessionReport:
         """Write the run dir first; scan for leaked secrets after every other writer
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
+        self.session = session
         self._add_earlier()
         ran = not session.config.option.collectonly
         empty_shard = settings.shard is not None and ran
@@ -160,23 +178,52 @@ class SessionReport:
         session.exitstatus = self._status(session)
         if told:
             _say(session, f"ERROR: {self.state.refusal}")
-        result = yield
-        self._leak_check(session)
-        session.exitstatus = self._exit_status(session.exitstatus)
-        self._record_late(session)
-        return result
+        try:  # also when another plugin's sessionfinish raised (pytest.exit() and the rest)
+            return (yield)
+        except pytest.exit.Exception:  # pytest sets the status it asks for: recorded later
+            raise
+        except BaseException as exc:
+            # the process ends on this (exit 1, or sys.exit()'s): the run dir must not read green
+            message = f"the session ended on an error after the run dir was written: {exc!r}"
+            self.verdict.faults.append(Fault("exit", message))
+            code = exc.code if isinstance(exc, SystemExit) else None
+            status = code if isinstance(code, int) and code else pytest.ExitCode.TESTS_FAILED
+            session.exitstatus = self._escalated(status)
+            raise
+        finally:
+            self._leak_check(session)
+            session.exitstatus = self._escalated(session.exitstatus)
+            self._record_late(session)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self) -> None:
+        """Record the status the session really exits with: after this hook's wrapper, other
+        plugins (their sessionfinish wrappers, ``pytest.exit()`` there, their unconfigure) and
+        a signal held while the reports were written can still change it."""
+        session = self.session
+        if session is not None:
+            session.exitstatus = self._escalated(session.exitstatus)
+            self._record_late(session)
+
+    def _is_case(self, nodeid: str) -> bool:
+        """An eval case or a gate's item (their failures are judged by the verdict)."""
+        return nodeid.startswith(f"{verdict.GATES_NODE}::") or self.interruption.is_eval(nodeid)
+
+    def _escalated(self, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
+        """``status`` made red when what this session knows fails the run; never made
+        greener (another plugin's non-zero status stands, ``--llmeval-exit-on gates`` too)."""
+        failed = self.verdict.failed or bool(self.plain_failed)
+        return pytest.ExitCode.TESTS_FAILED if failed and status == pytest.ExitCode.OK else status
 
     def _faults(self) -> list[Fault]:
         """What only this session knows fails the run: workers that died after their case
         was judged, a journal that stopped."""
         faults = [Fault("crash", message) for message in self.crashes]
+        faults += run_verdict.standing_crashes(self.earlier, self.state.finished)
+        faults += run_verdict.plain_tests_failed(self.plain_failed)
         if self.unjournaled:
-            faults.append(
-                Fault(
-                    "journal",
-                    "a journal stopped: cases ran that no journal holds (resume runs them again)",
-                )
-            )
+            stopped = "a journal stopped: cases ran that no journal holds (resume runs them again)"
+            faults.append(Fault("journal", stopped))
         return faults
 
     def _status(self, session: pytest.Session) -> int | pytest.ExitCode:
@@ -186,7 +233,7 @@ class SessionReport:
         refused = self.state.refusal is not None
         if self.state.finished and not refused:
             status = _resumed_status(status, self.state.settings.exit_on, self.results)
-        status = self._exit_status(status)
+        status = self._escalated(self._exit_status(status))
         if self.unjournaled:  # cases were run that no journal holds
             status = pytest.ExitCode.TESTS_FAILED
         if refused:  # told by a worker
@@ -295,6 +342,10 @@ class SessionReport:
             model=settings.model,
             verdict=ending,
         )
+        # an earlier session's record goes first: if this one cannot finish its files, the run
+        # dir reads unfinished, never as the last session ended
+        writer.layout.manifest.unlink(missing_ok=True)
+        writer.layout.html.unlink(missing_ok=True)
         written = writer.write(
             results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
         )

@@ -24,6 +24,7 @@ __all__ = [
     "ListedEntry",
     "RunSummary",
     "history_lines",
+    "reasons_text",
     "run_summary",
     "run_verdict",
     "runner_text",
@@ -99,14 +100,25 @@ def run_summary(run: RunOutcomes) -> RunSummary:
     )
 
 
+_RANK: dict[VerdictStatus, int] = {"passed": 0, "partial": 1, "failed": 2}
+
+
 def run_verdict(run: RunOutcomes) -> tuple[VerdictStatus, list[str]]:
     """The run's verdict and the reasons for it: as its session (or ``merge``, or
-    ``summarize``) recorded it in ``manifest.json``; judged from the files with the same rule
+    ``summarize``) recorded it in ``manifest.json``, which knows what the files cannot show;
+    judged from the files with the same rule
     (:func:`~pytest_llmeval.report.run_verdict.decide`) for a run dir written before it was
-    recorded."""
+    recorded, and whenever the files read redder than the record (a hand-edited ``passed``
+    never shows a red run green)."""
+    status, reasons = _files_verdict(run)
     recorded = run.manifest.verdict
-    if recorded is not None:
+    if recorded is not None and _RANK[recorded.status] >= _RANK[status]:
         return recorded.status, list(recorded.reasons)
+    return status, reasons
+
+
+def _files_verdict(run: RunOutcomes) -> tuple[VerdictStatus, list[str]]:
+    """The verdict the report and case outcomes show."""
     report, outcomes = run.report, run.outcomes
     gates = report.gates.results if report.gates is not None else []
     reasons = [f"gate {g.gate.name} failed" for g in gates if g.failed]
@@ -132,6 +144,23 @@ def runner_text(summary: RunSummary) -> str:
     if not summary.models:
         return summary.runner
     return f"{summary.runner}: {', '.join(summary.models)}"
+
+
+REASON_WIDTH = 200
+"""The most characters of one reason a listing shows: a run dir's record is not trusted to be
+short (a hand-edited manifest may hold a 50 MB reason)."""
+
+
+def reasons_text(reasons: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` reasons on one line, each cut to :data:`REASON_WIDTH` characters,
+    control characters (a new line, a terminal escape) as spaces; ``+N more`` for the rest."""
+    parts = []
+    for reason in reasons[:shown]:
+        text = "".join(ch if ch.isprintable() else " " for ch in reason[: REASON_WIDTH + 1])
+        parts.append(text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 3] + "...")
+    if len(reasons) > shown:
+        parts.append(f"+{len(reasons) - shown} more")
+    return "; ".join(parts)
 
 
 def started_text(started: str | None) -> str:
@@ -173,7 +202,7 @@ def history_lines(
         if entry.note:
             head.append(entry.note)
         if entry.verdict == "failed" and entry.reasons:
-            head.append("(" + "; ".join(entry.reasons[:3]) + ")")
+            head.append(f"({reasons_text(entry.reasons)})")
         if entry.name == latest:
             head.append("<- latest")
         lines.append("  ".join(head))

@@ -11,17 +11,29 @@ recorded are judged from their files with the same rule (:func:`decide`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import cast
+import re
+from collections.abc import Container, Iterable, Sequence
+from typing import cast, get_args
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
 from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
 
-__all__ = ["SESSION_ONLY", "decide", "record", "recorded_faults"]
+__all__ = [
+    "REJUDGED",
+    "cut_short_status",
+    "decide",
+    "plain_tests_failed",
+    "record",
+    "recorded_faults",
+    "standing_crashes",
+]
 
-SESSION_ONLY: tuple[FaultKind, ...] = ("crash", "mlflow", "leak", "baseline", "journal")
-"""Fault kinds that judging a run dir's files again cannot find: ``summarize`` keeps them."""
+NO_TESTS_COLLECTED = 5
+"""pytest's status for a session that collected nothing (an empty shard)."""
+
+REJUDGED: tuple[FaultKind, ...] = ("write", "unjudged")
+"""Fault kinds that judging a run dir's files again finds (or, a write, does again)."""
 
 
 def record(
@@ -71,7 +83,11 @@ def decide(
     cut short or a gate judged a subset of its cases; ``passed`` otherwise."""
     status = exit_status
     if not reasons and interrupted is None and status is not None and status != 0:
-        reasons = [f"pytest exited with status {status}"]
+        unexplained = RecordedFault(kind="exit", message=f"pytest exited with status {status}")
+        reasons = [unexplained.message]
+        if status != NO_TESTS_COLLECTED:  # an empty shard's own: its merge is not failed
+            # a fault of its own: summarize and merge, which cannot see why, keep it
+            faults = [*faults, unexplained]
     if reasons:
         return RunVerdict(
             status="failed", exit_status=status, reasons=list(reasons), faults=list(faults)
@@ -86,8 +102,52 @@ def decide(
 
 
 def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
-    """The faults of an earlier record that judging the run dir again cannot find."""
+    """The faults of an earlier record that judging the run dir again cannot find: every
+    kind but those it finds again; a kind this version does not know is kept too (as
+    ``exit``, naming it), so an edited or newer record never reads greener here."""
     if recorded is None:
         return []
-    kept = [f for f in recorded.faults if f.kind in SESSION_ONLY]
-    return [Fault(cast(FaultKind, f.kind), f.message) for f in kept]
+    known = get_args(FaultKind)
+    return [
+        Fault(cast(FaultKind, f.kind), f.message)
+        if f.kind in known
+        else Fault("exit", f"{f.kind}: {f.message}")
+        for f in recorded.faults
+        if f.kind not in REJUDGED
+    ]
+
+
+def cut_short_status(code: int, interrupted: Interrupted | None) -> int:
+    """The exit status of a verdict judged again (``summarize``, ``merge``) whose cases ``code``
+    decides: a run cut short is never 0; 1 after ``-x``/``--maxfail`` as its session exited,
+    2 after Ctrl-C, SIGTERM or a budget (a shard of a merge among them)."""
+    if interrupted is None:
+        return code
+    return 1 if interrupted.reason == "maxfail" else max(code, 2)
+
+
+_JUDGED_CASE = re.compile(r" died after (.+?) was judged")
+
+
+def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> list[Fault]:
+    """An earlier attempt's workers that died after their case was judged, for a resume of
+    it: the case's result stands and the resume reuses it, so the crash stands too (a resume
+    with nothing left to run exits as the finished run did). A crash whose case runs again is
+    the new result's to judge."""
+    if recorded is None:
+        return []
+    out = []
+    for fault in recorded.faults:
+        case = _JUDGED_CASE.search(fault.message) if fault.kind == "crash" else None
+        if case is not None and case.group(1) in reused:
+            out.append(Fault("crash", fault.message))
+    return out
+
+
+def plain_tests_failed(nodeids: Sequence[str]) -> list[Fault]:
+    """The fault of tests that are not eval cases and failed, errored or were not collected
+    (none when there are none): red in every mode, ``--llmeval-exit-on gates`` included."""
+    if not nodeids:
+        return []
+    more = f" and {len(nodeids) - 1} more" if len(nodeids) > 1 else ""
+    return [Fault("tests", f"a test that is not an eval case failed: {nodeids[0]}{more}")]

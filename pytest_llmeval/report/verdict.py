@@ -59,7 +59,9 @@ EXIT_TESTS_FAILED = 1
 FAILED_OUTCOMES = ("failed", "error")
 """Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
-FaultKind = Literal["write", "mlflow", "leak", "crash", "unjudged", "baseline", "journal"]
+FaultKind = Literal[
+    "write", "mlflow", "leak", "crash", "unjudged", "baseline", "journal", "tests", "exit"
+]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,11 @@ class Fault:
     configured secret's value is in a written file; ``crash``: an xdist worker died after its
     case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
     was skipped, so nothing was judged; ``baseline``: the baseline asked for was not written
-    (the run judged a subset); ``journal``: cases ran that no journal holds (a full disk)."""
+    (the run judged a subset); ``journal``: cases ran that no journal holds (a full disk);
+    ``tests``: a test of the session that is not an eval case failed or errored (red in every
+    mode: ``--llmeval-exit-on gates`` lets eval cases through, nothing else); ``exit``: the
+    session exited non-zero for a reason of its own (another plugin, ``pytest.exit()``, a
+    signal held while the reports were written)."""
     message: str
 
 

@@ -9,7 +9,7 @@ redactor and is written atomically; the file names come from
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -25,7 +25,7 @@ from pytest_llmeval.report import console
 from pytest_llmeval.report.build import build_report
 from pytest_llmeval.report.html import html_pieces
 from pytest_llmeval.report.html.header import RunFacts
-from pytest_llmeval.rundir.files import write_json, write_jsonl, write_text
+from pytest_llmeval.rundir.files import dumps, rewrite_text, write_json, write_jsonl, write_text
 from pytest_llmeval.rundir.layout import REPORT_FILES, RunLayout
 from pytest_llmeval.rundir.models import (
     Interrupted,
@@ -151,10 +151,19 @@ class RunWriter:
         facts: RunFacts,
     ) -> RunManifest:
         """``manifest.json`` and report.html again, with ``verdict``: a fault found after they
-        were written (a leaked secret, an MLflow failure) changed how the run ended."""
+        were written (a leaked secret, an MLflow failure, another plugin or a signal) changed
+        how the run ended."""
         manifest = manifest.model_copy(update={"verdict": verdict})
-        self._write_page(self.redactor.value(report.dump()), results, facts)
-        write_json(self.layout.manifest, manifest.dump())
+        # the record runs and compare read first (it is small); both over the old files, in
+        # place when the folder takes no new file: neither may stay greener than the run
+        text = dumps(manifest.dump())
+        rewrite_text(self.layout.manifest, lambda: [text])
+        body = self.redactor.value(report.dump())
+
+        def page() -> Iterable[str]:
+            return (self.redactor.text(p) for p in html_pieces(body, results, facts=facts))
+
+        rewrite_text(self.layout.html, page)
         return manifest
 
     def write_manifest(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,21 @@ def write_text(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces) to ``path`` atomically, with the mode a plain ``open``
     would give it (:func:`pytest_llmeval.core.atomic.write_text`)."""
     atomic.write_text(path, text)
+
+
+def rewrite_text(path: Path, pieces: Callable[[], Iterable[str]]) -> None:
+    """Write the text ``pieces()`` makes over the existing file ``path``: atomically when its
+    folder can take a new file; otherwise (a folder made read-only, no room for a second copy)
+    in place, from fresh pieces, so a record that must change (a verdict turned red) is not
+    left as it was. A write cut short in place leaves a file its readers refuse, never the old
+    one."""
+    try:
+        write_text(path, pieces())
+    except OSError:
+        if not path.is_file():
+            raise
+        with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as out:
+            out.writelines(pieces())
 
 
 def dumps(value: Any) -> str:

@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
+    StrictInt,
     model_serializer,
     model_validator,
 )
@@ -272,7 +273,9 @@ class RecordedFault(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str
-    """``crash``, ``write``, ``mlflow``, ``leak``, ``unjudged``, ``baseline``, ``journal``."""
+    """``crash``, ``write``, ``mlflow``, ``leak``, ``unjudged``, ``baseline``, ``journal``,
+    ``tests`` (a test that is not an eval case failed), ``exit`` (the session exited non-zero
+    for a reason of its own); readers keep a kind they do not know."""
     message: str
     """The line the terminal printed."""
 
@@ -290,12 +293,22 @@ class RunVerdict(BaseModel):
     or, with ``--llmeval-exit-on all``, a case failed that was not an expected miss; also any
     other non-zero exit of a run that was not cut short. ``partial`` when the run was cut short
     or a gate judged a subset of its cases; ``passed`` otherwise."""
-    exit_status: int | None
+    exit_status: StrictInt | None
     """The session's exit status; ``None`` when the verdict was read from the files alone."""
     reasons: list[str]
     """Why the status is not ``passed``, one line each."""
     faults: list[RecordedFault] = []
     """The faults among the reasons, by kind: ``summarize`` keeps those it cannot see again."""
+
+    @model_validator(mode="after")
+    def _green_only_when_it_is(self) -> RunVerdict:
+        """A ``passed`` record with a non-zero exit status, a reason or a fault contradicts
+        itself (a hand edit, a bad merge of files): refused, so no reader shows it green."""
+        if self.status == "passed" and (self.exit_status or self.reasons or self.faults):
+            raise ValueError(
+                "'passed' with a non-zero exit status, a reason or a fault contradicts itself"
+            )
+        return self
 
 
 class RunManifest(BaseModel):

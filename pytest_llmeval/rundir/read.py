@@ -22,7 +22,7 @@ from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.files import read_json
 from pytest_llmeval.rundir.journal import read_results
 from pytest_llmeval.rundir.layout import RunLayout
-from pytest_llmeval.rundir.models import REPORT_VERSION, Report, RunManifest
+from pytest_llmeval.rundir.models import REPORT_VERSION, Report, RunManifest, RunVerdict
 
 __all__ = [
     "RunRecord",
@@ -32,6 +32,7 @@ __all__ = [
     "read_report",
     "read_results_file",
     "read_run",
+    "recorded_verdict",
 ]
 
 
@@ -114,6 +115,17 @@ def read_manifest(path: Path) -> RunManifest:
         raise RunDirError(f"{path}/manifest.json: {_first_error(exc)}") from None
     manifest_shard(manifest, path)  # a shard of the wrong shape is this run dir's one error
     return manifest
+
+
+def recorded_verdict(path: Path) -> RunVerdict | None:
+    """The verdict the run dir's ``manifest.json`` records (a resume reads the run it
+    resumes); ``None`` when it has none or cannot be read (an attempt that never finished)."""
+    try:
+        value = read_json(RunLayout(path).manifest)
+        recorded = value.get("verdict") if isinstance(value, dict) else None
+        return RunVerdict.model_validate(recorded) if recorded is not None else None
+    except (RunDirError, ValidationError):
+        return None
 
 
 def manifest_shard(manifest: RunManifest, path: Path) -> tuple[int, int] | None:

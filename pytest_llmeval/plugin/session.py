@@ -206,8 +206,9 @@ class SessionReport:
             self._record_late(session)
 
     def _is_case(self, nodeid: str) -> bool:
-        """An eval case or a gate's item (their failures are judged by the verdict)."""
-        return nodeid.startswith(f"{verdict.GATES_NODE}::") or self.interruption.is_eval(nodeid)
+        """An eval case, a gate's or the baseline's item (the verdict judges their failures)."""
+        gate = nodeid.startswith(f"{verdict.GATES_NODE}::") or nodeid == verdict.BASELINE_NODE
+        return gate or self.interruption.is_eval(nodeid)
 
     def _escalated(self, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
         """``status`` made red when what this session knows fails the run; never made

@@ -403,15 +403,19 @@ def test_a_late_verdict_is_written_when_the_folder_takes_no_new_file(
     pytest.importorskip("pytest_jsonreport")
     monkeypatch.setenv("CI_JOB_TOKEN", PLANTED)
     pytester.makeconftest(
-        "import errno, os, tempfile, pytest\n\n"
-        "REAL = tempfile.mkstemp\n\n"
-        "def refuse(*args, dir=None, **kwargs):\n"
-        "    if dir is not None and os.path.basename(str(dir)) == 'ro':\n"
-        "        raise PermissionError(errno.EACCES, 'read-only folder', str(dir))\n"
-        "    return REAL(*args, dir=dir, **kwargs)\n\n"
+        "import errno, os, pytest\n"
+        "from pytest_llmeval.core import atomic\n\n"
+        "REAL = atomic._open_temp\n\n"
+        "def refuse(path, mode):\n"
+        "    if os.path.basename(os.path.dirname(str(path))) == 'ro':\n"
+        "        raise PermissionError(errno.EACCES, 'read-only folder', str(path))\n"
+        "    return REAL(path, mode)\n\n"
         "@pytest.hookimpl(trylast=True)\n"
         "def pytest_sessionfinish(session):\n"
-        "    tempfile.mkstemp = refuse  # the run dir is written: its folder turns read-only\n\n"
+        "    manifest = os.path.join('out', 'ro', 'manifest.json')\n"
+        "    with open('inode.txt', 'w') as out:  # to tell a rewrite in place from a new file\n"
+        "        out.write(str(os.stat(manifest).st_ino))\n"
+        "    atomic._open_temp = refuse  # the run dir is written: its folder turns read-only\n\n"
         "@pytest.hookimpl(optionalhook=True)\n"
         "def pytest_json_modifyreport(json_report):\n"
         "    json_report['careless'] = os.environ['CI_JOB_TOKEN']\n"
@@ -428,6 +432,9 @@ def test_a_late_verdict_is_written_when_the_folder_takes_no_new_file(
     assert [f["kind"] for f in recorded["faults"]] == ["leak"]
     assert _page_verdict(ro) == "failed"
     assert "could not write the run's verdict" not in result.stdout.str()
+    # written over in place: the folder took no new file, so no atomic replace happened
+    inode = int((pytester.path / "inode.txt").read_text())
+    assert (ro / "manifest.json").stat().st_ino == inode
 
 
 def test_a_writer_that_raises_after_the_run_dir_leaves_it_red(pytester: pytest.Pytester) -> None:

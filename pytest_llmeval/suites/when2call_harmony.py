@@ -53,7 +53,7 @@ def load_encoding() -> Any:
     except ImportError:
         raise ConfigError(
             "prompt_format harmony renders with the openai-harmony library: "
-            "pip install 'pytest-llmeval[harmony]'"
+            "pip install 'pytest-llmeval-harness[harmony]'"
         ) from None
     base = os.environ.get(ENV) or _packaged_vocab()
     previous = os.environ.get(ENV)

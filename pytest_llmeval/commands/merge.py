@@ -163,11 +163,13 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     report.interrupted = _interrupted(earlier, results)
     manifests = ManifestIndex(settings.rootdir).present(manifests_named(results))
     gates, problems = verdict.gather_gates(settings, results, earlier, manifests)
-    # what only a shard's session knew (a crashed worker, a leak) fails the merge too
+    # what only a shard's session knew (a crashed worker, a leak) fails the merge too; a
+    # shard refusing to bless its subset as the baseline is what a shard does (bless the merge)
     faults = [
         Fault(fault.kind, f"{run.path.name}: {fault.message}")
         for run in ordered
         for fault in recorded_faults(run.manifest.verdict)
+        if fault.kind != "baseline"
     ]
     judged = verdict.judge(report, results, settings, gates, problems, faults)
     return Merged(settings, writer, results, runners, report, judged)

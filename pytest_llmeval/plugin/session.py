@@ -6,6 +6,7 @@ results reach it on the test reports, from this process or from xdist workers al
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -116,7 +117,9 @@ class SessionReport:
 
     def _plain(self, report: pytest.TestReport | pytest.CollectReport) -> None:
         """Note a test that is not an eval case and failed, errored or could not be collected."""
-        plain = report.failed and not self._is_case(report.nodeid)
+        # a data file that failed to collect has no result for the verdict to judge
+        collect = isinstance(report, pytest.CollectReport)
+        plain = report.failed and (collect or not self._is_case(report.nodeid))
         if plain and report.nodeid not in self.plain_failed:
             self.plain_failed.append(report.nodeid)
 
@@ -218,7 +221,8 @@ class SessionReport:
 
     def _faults(self) -> list[Fault]:
         """What only this session knows fails the run: workers that died after their case
-        was judged, a journal that stopped."""
+        was judged (in this attempt, or in an earlier one whose result a resume reuses), tests
+        that are not eval cases and failed, a journal that stopped."""
         faults = [Fault("crash", message) for message in self.crashes]
         faults += run_verdict.standing_crashes(self.earlier, self.state.finished)
         faults += run_verdict.plain_tests_failed(self.plain_failed)
@@ -281,6 +285,10 @@ class SessionReport:
             message = f"could not write the run's verdict into {self.run_dir}: {exc}"
             _say(session, f"llmeval: {message}")
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            # the manifest this session wrote must not stand greener: the run dir then reads
+            # unfinished (resume or summarize make it whole)
+            with contextlib.suppress(OSError):
+                written.writer.layout.manifest.unlink()
             return
         self.written = _Written(written.writer, manifest, facts)
 

@@ -1,8 +1,9 @@
 """The run's verdict as one record: ``passed``, ``failed`` or ``partial``, why, and the exit
 status.
 
-The session writes it into ``manifest.json`` as it ends (and writes it again when a fault found
-after the reports were written, a leaked secret or an MLflow failure, changes it); ``merge`` and
+The session writes it into ``manifest.json`` as it ends (and writes it again when what came
+after the reports were written changes it: a leaked secret, an MLflow failure, another
+plugin, a signal); ``merge`` and
 ``summarize`` write theirs. ``runs``, ``compare`` and report.html read it back: judging a run's
 files again cannot see what only its session knew (a worker that crashed after its case was
 judged, a leak, a baseline it refused to bless). Run dirs written before the verdict was
@@ -82,12 +83,12 @@ def decide(
     plain test of the same session failed, an internal error); ``partial`` when the run was
     cut short or a gate judged a subset of its cases; ``passed`` otherwise."""
     status = exit_status
-    if not reasons and interrupted is None and status is not None and status != 0:
+    quiet = (None, 0, NO_TESTS_COLLECTED)  # 5: an empty shard, nothing of it to judge
+    if not reasons and interrupted is None and status not in quiet:
         unexplained = RecordedFault(kind="exit", message=f"pytest exited with status {status}")
         reasons = [unexplained.message]
-        if status != NO_TESTS_COLLECTED:  # an empty shard's own: its merge is not failed
-            # a fault of its own: summarize and merge, which cannot see why, keep it
-            faults = [*faults, unexplained]
+        # a fault of its own: summarize and merge, which cannot see why, keep it
+        faults = [*faults, unexplained]
     if reasons:
         return RunVerdict(
             status="failed", exit_status=status, reasons=list(reasons), faults=list(faults)

@@ -2,14 +2,15 @@
 
 The session reporter uses :class:`RunWriter` at the end of a session; ``summarize`` and
 ``merge`` use it to write a run dir from results read back. Every file goes through the
-redactor and is written atomically; the file names come from
+redactor and is written atomically (a verdict written again after the run dir's folder stopped
+taking new files is written over in place); the file names come from
 :class:`~pytest_llmeval.rundir.layout.RunLayout`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -138,9 +139,13 @@ class RunWriter:
         made (and in the journals they are read from); the page gets a text pass on top, as
         every other file does, piece by piece (no piece splits a text): the page is streamed,
         never held whole."""
-        redact = self.redactor
-        pieces = html_pieces(body, results, facts=facts)
-        write_text(self.layout.html, (redact.text(piece) for piece in pieces))
+        write_text(self.layout.html, self._page(body, results, facts))
+
+    def _page(
+        self, body: dict[str, Any], results: Sequence[CaseResult], facts: RunFacts | None
+    ) -> Iterator[str]:
+        """The page's pieces, each through the redactor's text pass."""
+        return (self.redactor.text(piece) for piece in html_pieces(body, results, facts=facts))
 
     def rewrite_verdict(
         self,
@@ -159,11 +164,7 @@ class RunWriter:
         text = dumps(manifest.dump())
         rewrite_text(self.layout.manifest, lambda: [text])
         body = self.redactor.value(report.dump())
-
-        def page() -> Iterable[str]:
-            return (self.redactor.text(p) for p in html_pieces(body, results, facts=facts))
-
-        rewrite_text(self.layout.html, page)
+        rewrite_text(self.layout.html, lambda: self._page(body, results, facts))
         return manifest
 
     def write_manifest(
@@ -182,7 +183,7 @@ class RunWriter:
         interrupted: Interrupted | None = None,
         verdict: RunVerdict | None = None,
     ) -> RunManifest:
-        """``manifest.json``, once, after every other file (it lists them): this plugin's and
+        """``manifest.json``, after every other file (it lists them): this plugin's and
         this interpreter's versions, and the settings, invocation and environment redacted."""
         redact = self.redactor
         manifest = RunManifest(

@@ -294,7 +294,8 @@ class RunVerdict(BaseModel):
     other non-zero exit of a run that was not cut short. ``partial`` when the run was cut short
     or a gate judged a subset of its cases; ``passed`` otherwise."""
     exit_status: StrictInt | None
-    """The session's exit status; ``None`` when the verdict was read from the files alone."""
+    """The exit status of the session (of ``merge`` or ``summarize``, for the records they
+    write); ``None`` when the verdict was read from the files alone."""
     reasons: list[str]
     """Why the status is not ``passed``, one line each."""
     faults: list[RecordedFault] = []
@@ -302,9 +303,11 @@ class RunVerdict(BaseModel):
 
     @model_validator(mode="after")
     def _green_only_when_it_is(self) -> RunVerdict:
-        """A ``passed`` record with a non-zero exit status, a reason or a fault contradicts
-        itself (a hand edit, a bad merge of files): refused, so no reader shows it green."""
-        if self.status == "passed" and (self.exit_status or self.reasons or self.faults):
+        """A ``passed`` record with a non-zero exit status (but 5, an empty shard's: nothing of
+        it to judge), a reason or a fault contradicts itself (a hand edit, a bad merge of
+        files): refused, so no reader shows it green."""
+        red_exit = self.exit_status not in (None, 0, 5)
+        if self.status == "passed" and (red_exit or self.reasons or self.faults):
             raise ValueError(
                 "'passed' with a non-zero exit status, a reason or a fault contradicts itself"
             )
@@ -312,7 +315,8 @@ class RunVerdict(BaseModel):
 
 
 class RunManifest(BaseModel):
-    """``manifest.json``: what ran, where and when; written once, at the end of a session."""
+    """``manifest.json``: what ran, where and when; written at the end of a session (its
+    verdict written again when it changes after, or when ``summarize`` judges the run again)."""
 
     model_config = ConfigDict(extra="allow")
 

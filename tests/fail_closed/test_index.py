@@ -147,6 +147,8 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_cut_short_run_records_partial_with_its_exit_status",
         "test_a_run_dir_without_a_recorded_verdict_is_judged_from_its_files",
         "test_a_merge_keeps_what_only_a_shards_session_knew",
+        "test_an_empty_shard_and_a_shards_unblessed_baseline_do_not_fail_the_merge",
+        "test_a_data_file_that_fails_to_collect_is_red_under_exit_on_gates",
         "test_a_status_changed_after_the_record_is_recorded_as_pytest_exits",
         "test_a_plain_test_failing_under_exit_on_gates_is_red",
         "test_a_forged_verdict_never_reads_green_and_says_so_in_one_line",

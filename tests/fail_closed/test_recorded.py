@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from pytest_llmeval.report.run_verdict import decide
 from tests.conftest import write_json
 from tests.fail_closed.test_interrupt import BASE, IDS, RUNNER
 
@@ -477,8 +476,6 @@ def test_a_merge_of_a_shard_cut_short_never_exits_0(pytester: pytest.Pytester) -
         )  # fmt: skip
         codes.append(result.ret)
     assert pytest.ExitCode.INTERRUPTED in codes and pytest.ExitCode.OK not in codes
-    empty = decide([], interrupted=None, partial_gates=0, exit_status=5)
-    assert empty.status == "failed" and empty.faults == []  # recorded, never kept by a merge
     done = _command(pytester.path, "merge", "merged", "s0", "s1")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "; exit 2" in done.stdout
@@ -558,3 +555,71 @@ def test_a_session_that_cannot_finish_its_files_leaves_no_earlier_record(
     listed = _command(pytester.path, "runs", "out")
     assert "r  unfinished: no manifest.json" in listed.stdout, listed.stdout
     assert "passed" not in listed.stdout
+
+
+def test_an_empty_shard_and_a_shards_unblessed_baseline_do_not_fail_the_merge(
+    pytester: pytest.Pytester,
+) -> None:
+    """A hash shard with no case exits 5 and is no failure; a shard refusing to bless its
+    subset as the baseline fails the shard, not the merge (bless the merge instead)."""
+    _golden(pytester, IDS[:1])
+    for bless in ((), ("--llmeval-update-baseline=b.json",)):
+        prefix = "t" if bless else "s"
+        codes = []
+        for index in range(2):
+            result = pytester.runpytest(
+                "--llmeval-runner", "echo", f"--llmeval-shard={index}/2",
+                f"--llmeval-run-dir={prefix}{index}", *bless,
+            )  # fmt: skip
+            codes.append(result.ret)
+        assert pytest.ExitCode.NO_TESTS_COLLECTED in codes
+        empty = pytester.path / f"{prefix}{codes.index(pytest.ExitCode.NO_TESTS_COLLECTED)}"
+        if not bless:  # nothing of it to judge: no failure
+            assert _manifest_verdict(empty) == {
+                "status": "passed", "exit_status": 5, "reasons": [], "faults": []
+            }  # fmt: skip
+        else:  # each shard refused to bless its subset: red, as the shard exited
+            assert sorted(codes) == [1, 5]
+            for shard in (pytester.path / f"t{i}" for i in range(2)):
+                assert [f["kind"] for f in _manifest_verdict(shard)["faults"]] == ["baseline"]
+        done = _command(pytester.path, "merge", f"{prefix}merged", f"{prefix}0", f"{prefix}1")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert _manifest_verdict(pytester.path / f"{prefix}merged") == {
+            "status": "passed", "exit_status": 0, "reasons": [], "faults": []
+        }  # fmt: skip
+
+
+BROKEN_SUITE = """
+class Broken:
+    name = "broken"
+
+    def claims(self, path, head):
+        return path.name.endswith(".brk.txt")
+
+    def load(self, source, ctx):
+        raise RuntimeError("suite bug")
+
+
+def pytest_llmeval_register_suites(registry):
+    registry.register(Broken())
+"""
+
+
+def test_a_data_file_that_fails_to_collect_is_red_under_exit_on_gates(
+    pytester: pytest.Pytester,
+) -> None:
+    """A data file whose suite raises while collecting has no result for the verdict: the run
+    is red in every mode, and its record says so."""
+    pytester.makeconftest(BROKEN_SUITE)
+    pytester.makeini("[pytest]\nllmeval_files =\n    *.golden.json\n    *.brk.txt\n")
+    pytester.makefile(".brk.txt", data="x\n")
+    _golden(pytester, IDS[:2])
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir=out/r", "--llmeval-exit-on", "gates",
+        "--llmeval-gate", "golden.pass_rate>=0.5", "--continue-on-collection-errors",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
+    recorded = _manifest_verdict(pytester.path / "out/r")
+    assert recorded["status"] == "failed" and [f["kind"] for f in recorded["faults"]] == ["tests"]
+    assert "data.brk.txt" in recorded["reasons"][0]
+    assert "  failed  " in _runs_line(pytester.path, pytester.path / "out/r")

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
-from pytest_llmeval.core.redact import MIN_SECRET_LENGTH, find_leaks
+from pytest_llmeval.core.redact import find_leaks
 from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
@@ -471,7 +471,7 @@ class SessionReport:
         if self.latest_warning is not None:
             terminalreporter.write_line(f"llmeval: warning: {self.latest_warning}", yellow=True)
         if self.state.placeholders:
-            terminalreporter.write_line(placeholder_notice(self.state.placeholders))
+            terminalreporter.write_line(console.placeholder_notice(self.state.placeholders))
         for fault in self.verdict.faults_of("baseline"):
             terminalreporter.write_line(f"llmeval: {fault}", red=True)
         for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
@@ -481,16 +481,6 @@ class SessionReport:
             terminalreporter.write_line(
                 f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
             )
-
-
-def placeholder_notice(names: list[str]) -> str:
-    """The one line saying which key variables hold a value that is not treated as a secret."""
-    return (
-        f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
-        f"sk-no-key-required, ...), one under {MIN_SECRET_LENGTH} characters, or a plain "
-        "number or date: not treated as a secret (not masked in the reports, not looked for "
-        "by the leak check)"
-    )
 
 
 def _resumed_status(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.core.models import CaseResult, unpack
+from pytest_llmeval.core.redact import MIN_SECRET_LENGTH
 from pytest_llmeval.report.baseline.render import baseline_case_lines
 from pytest_llmeval.report.error_groups import count_text, error_groups
 from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
@@ -249,3 +250,13 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         )
         lines += baseline_case_lines(diff)
     return lines
+
+
+def placeholder_notice(names: list[str]) -> str:
+    """The one line saying which key variables hold a value that is not treated as a secret."""
+    return (
+        f"llmeval: {', '.join(names)} holds a placeholder key (ollama, EMPTY, none, "
+        f"sk-no-key-required, ...), one under {MIN_SECRET_LENGTH} characters, or a plain "
+        "number or date: not treated as a secret (not masked in the reports, not looked for "
+        "by the leak check)"
+    )

@@ -17,7 +17,7 @@ from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
-from pytest_llmeval.plugin.interruption import Interruption
+from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, workers_disagree
@@ -77,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(report, "llmeval-report")
         config.pluginmanager.register(report.interruption, "llmeval-interruption")
         config.pluginmanager.register(JsonReportSection(report), "llmeval-json-report")
+    else:  # an xdist worker tells its controller why it stopped early
+        config.pluginmanager.register(WorkerStop(config), "llmeval-worker-stop")
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):

@@ -54,6 +54,9 @@ WORKER_CRASHED = "worker crashed"
 
 _DATA_SUFFIXES = (".json", ".jsonl")
 
+_WORKER_REASON = "llmeval_stop_reason"
+"""``workeroutput`` key: why an xdist worker's session stopped early."""
+
 
 def stop_reason(exc: BaseException) -> str:
     """``Interrupted.reason`` for the exception that ended a session's test loop.
@@ -73,6 +76,19 @@ def stop_reason(exc: BaseException) -> str:
             return "journal"
         return "keyboard_interrupt" if "keyboard-interrupt" in text else "stopped"
     return "keyboard_interrupt"
+
+
+class WorkerStop:
+    """On an xdist worker: says in ``workeroutput`` why its session stopped early, which the
+    controller's :class:`Interruption` records (xdist stops the controller as for a Ctrl-C)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:
+            output[_WORKER_REASON] = stop_reason(excinfo.value)
 
 
 def crashed_result(nodeid: str, worker: str, suite: str, file: str) -> CaseResult:
@@ -101,6 +117,8 @@ class Interruption:
         self.planned: dict[str, str | None] = {}
         """Node id -> suite of each eval case to run in this session (``None``: not known
         yet, under xdist)."""
+        self.worker_reasons: set[str] = set()
+        """xdist: why workers stopped, when it was not a plain Ctrl-C (``sigterm`` ...)."""
         self._suites: dict[str, tuple[str, str]] = {}
         """File part of a node id -> (suite, data file), read once."""
 
@@ -118,7 +136,19 @@ class Interruption:
             self.planned = {nodeid: None for nodeid in ids if self.is_eval(nodeid)}
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        self.reason = self.reason or stop_reason(excinfo.value)
+        reason = stop_reason(excinfo.value)
+        if reason == "keyboard_interrupt" and self.worker_reasons:
+            # xdist stops the controller for a worker's interrupt as for a Ctrl-C: the worker
+            # said why (a SIGTERM to the whole process group reaches the workers first)
+            reason = sorted(self.worker_reasons)[-1]
+        self.reason = self.reason or reason
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: why a worker stopped, read before the controller stops for it."""
+        reason = getattr(node, "workeroutput", {}).get(_WORKER_REASON)
+        if isinstance(reason, str) and reason != "keyboard_interrupt":
+            self.worker_reasons.add(reason)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Any:

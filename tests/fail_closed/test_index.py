@@ -68,6 +68,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_signalled_run_writes_every_report_and_resume_finishes_the_rest",
         "test_sigterm_before_any_result_still_writes_every_report",
         "test_sigterm_under_xdist_writes_the_reports",
+        "test_a_sigterm_that_reaches_a_worker_first_is_recorded_as_sigterm",
         "test_a_budget_stop_is_interrupted",
         "test_a_merge_of_a_cut_short_shard_is_cut_short",
         "test_a_cut_short_run_does_not_update_the_baseline",

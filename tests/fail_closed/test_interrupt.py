@@ -188,9 +188,11 @@ def _signalled(
     *args: str,
     at: str = "c10",
     group: bool = False,
+    runner: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run pytest in a subprocess, send ``sig`` once case ``at`` is running (to the whole
-    process group with ``group``, as a CI cancel does), wait for the end."""
+    process group with ``group``, as a CI cancel does; to the process running the case with
+    ``runner``, an xdist worker), wait for the end."""
     env = {**os.environ, "LLMEVAL_TEST_BLOCK": at}
     command = [sys.executable, "-m", "pytest", *args]
     proc = subprocess.Popen(
@@ -204,6 +206,8 @@ def _signalled(
     assert marker.exists(), f"case {at} never started"
     if group:
         os.killpg(proc.pid, sig)
+    elif runner:
+        os.kill(int(marker.read_text()), sig)
     else:
         proc.send_signal(sig)
     try:
@@ -292,6 +296,23 @@ def test_sigterm_under_xdist_writes_the_reports(pytester: pytest.Pytester, group
     assert resumed.ret == pytest.ExitCode.TESTS_FAILED
     assert sorted(_outcomes(run)) == IDS
     assert _interrupted(run) == (None, None)
+
+
+def test_a_sigterm_that_reaches_a_worker_first_is_recorded_as_sigterm(
+    pytester: pytest.Pytester,
+) -> None:
+    """A CI cancel signals every process; a worker may stop before the controller sees its
+    own signal, and xdist then stops the controller as for a Ctrl-C. The worker says why: the
+    run records ``sigterm`` whichever process the signal reached first (here only a worker)."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    done, worker = _signalled(
+        pytester, signal.SIGTERM, *BASE, "-n", "2", "--llmeval-run-dir", "run", runner=True
+    )
+    assert worker != done.args and done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
+    interrupted, in_manifest = _interrupted(pytester.path / "run")
+    assert interrupted is not None and interrupted == in_manifest
+    assert interrupted["reason"] == "sigterm"
 
 
 # -- a budget stop ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """BFCL v4 scoring, exactly as the official ``bfcl-eval==2026.3.23`` checker scores.
 
-The pure, single-turn part of the Berkeley Function Calling Leaderboard, written from its
-rules (``docs``: the BFCL spec) and checked against the official code with parity vectors
-(``tests/scoring/bfcl/``):
+The pure, single-turn part of the Berkeley Function Calling Leaderboard, written from the
+official package's rules (none of its code is copied) and checked against it with parity
+vectors (``tests/scoring/bfcl/``):
 
 * :mod:`.decode_fc` and :mod:`.decode_prompt`: a model reply to ``[{name: {arguments}}]``, in
   FC mode (tool calls) and prompt mode (Python call text, read with :mod:`ast`, never run);

@@ -1,0 +1,53 @@
+"""BFCL v4 scoring, exactly as the official ``bfcl-eval==2026.3.23`` checker scores.
+
+The pure, single-turn part of the Berkeley Function Calling Leaderboard, written from the
+official package's rules (none of its code is copied) and checked against it with parity
+vectors (``tests/scoring/bfcl/``):
+
+* :mod:`.decode_fc` and :mod:`.decode_prompt`: a model reply to ``[{name: {arguments}}]``, in
+  FC mode (tool calls) and prompt mode (Python call text, read with :mod:`ast`, never run);
+* :mod:`.checker` with :mod:`.values` and :mod:`.convert`: the AST checker (simple, multiple,
+  parallel, parallel_multiple; Python, Java and JavaScript type rules);
+* :mod:`.single_turn`: one AST item end to end; :mod:`.relevance`: the relevance and
+  irrelevance decisions;
+* :mod:`.aggregate`: per-category accuracies into the official group scores.
+
+Every verdict carries the official ``error_type`` string.
+"""
+
+from __future__ import annotations
+
+from pytest_llmeval.scoring.bfcl.aggregate import (
+    OFFICIAL_COUNTS,
+    BfclSummary,
+    CategoryScore,
+    GroupScore,
+    aggregate,
+)
+from pytest_llmeval.scoring.bfcl.calls import DecodeError, Verdict, language_of
+from pytest_llmeval.scoring.bfcl.checker import ast_check, check_call
+from pytest_llmeval.scoring.bfcl.decode_fc import decode_fc, is_call_list, is_empty_output
+from pytest_llmeval.scoring.bfcl.decode_prompt import decode_prompt_python
+from pytest_llmeval.scoring.bfcl.relevance import has_call, score_relevance
+from pytest_llmeval.scoring.bfcl.single_turn import decode_output, score_ast
+
+__all__ = [
+    "OFFICIAL_COUNTS",
+    "BfclSummary",
+    "CategoryScore",
+    "DecodeError",
+    "GroupScore",
+    "Verdict",
+    "aggregate",
+    "ast_check",
+    "check_call",
+    "decode_fc",
+    "decode_output",
+    "decode_prompt_python",
+    "has_call",
+    "is_call_list",
+    "is_empty_output",
+    "language_of",
+    "score_ast",
+    "score_relevance",
+]

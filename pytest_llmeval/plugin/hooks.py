@@ -322,6 +322,11 @@ def llmeval_agent(llmeval_runner: Any) -> Any:
 # -- reporting -----------------------------------------------------------------------------
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(state_key, None)
+    return preflight.replay_header(state.settings) if state is not None else []
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     line = state.limits.summary() if state is not None else None

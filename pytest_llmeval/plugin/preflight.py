@@ -34,6 +34,7 @@ from typing import Any, TypeGuard
 
 import pytest
 
+from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.plugin.budget import Budget
@@ -54,6 +55,7 @@ __all__ = [
     "check",
     "close_unused_runner",
     "raise_worker_usage_error",
+    "replay_header",
     "settle_runner_model",
     "take_runner",
 ]
@@ -135,6 +137,28 @@ def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:
         return registry.create(state.settings, redact=state.redactor.value)
     except ConfigError as exc:
         raise pytest.UsageError(_named(str(exc), "--llmeval-runner")) from None
+
+
+def replay_header(settings: Settings) -> list[str]:
+    """The terminal header's lines naming the model replay plays back (the runner's, the
+    judge's), so a replayed run says which model it judges; nothing when replay is not used
+    or cannot choose (the checks before any case then say why)."""
+    from pytest_llmeval.runners.replay import CassetteStore, replayed
+
+    lines = []
+    for who, chosen in (("", settings), ("judge: ", None)):
+        if chosen is None:
+            if settings.judge_runner != "replay":
+                continue
+            chosen = judge_settings(settings)
+        elif chosen.runner != "replay":
+            continue
+        try:
+            shown = replayed(CassetteStore(chosen.cassettes), chosen.replay_from, chosen.model)
+        except ConfigError:
+            continue
+        lines.append(f"llmeval: {who}{shown}")
+    return lines
 
 
 def _check_budget(config: pytest.Config) -> None:

@@ -351,3 +351,89 @@ def test_a_model_first_named_by_a_case_that_cannot_be_priced_errs_that_case(
     result.assert_outcomes(errors=1, skipped=3)
     rows = _rows(pytester.path / "run")
     assert "no price for the runner's model 'mystery-model'" in rows["c000"]["error"]
+
+
+# -- a replayed model is the model asked for ---------------------------------------------------
+
+
+def _recorded(pytester: pytest.Pytester) -> None:
+    """Cassettes of ``counted-model`` (a runner whose fingerprint names it), for 3 cases."""
+    both = UNSPLIT_CONFTEST.replace("def pytest_llmeval_register_runners", "def _unsplit")
+    both += JUDGE_CONFTEST.replace("import json\n", "import json\n_unsplit = None\n")
+    both = both.replace(
+        'registry.register("judgy", lambda settings: Judge())',
+        'registry.register("judgy", lambda settings: Judge())\n    _register_unsplit(registry)',
+    )
+    pytester.makeconftest(both.replace("def _unsplit", "def _register_unsplit"))
+    write_json(pytester, "qa.golden.json", _say(3))
+    live = pytester.runpytest(
+        "--llmeval-runner", "counted", "--llmeval-record", "new",
+        "--llmeval-cassettes", "cassettes", "--llmeval-run-dir", "live",
+    )  # fmt: skip
+    assert live.ret == pytest.ExitCode.OK
+
+
+def test_replaying_a_model_no_recording_has_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """``--llmeval-model gpt-4o`` with the default replay runner and only counted-model's
+    recordings: exit 4 before any case, naming what is recorded and how to record gpt-4o
+    (before: counted-model's answers were judged as gpt-4o's, exit 0)."""
+    _recorded(pytester)
+    result = pytester.runpytest(
+        "--llmeval-model", "gpt-4o", "--llmeval-cassettes", "cassettes",
+        "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    folder = next((pytester.path / "cassettes").iterdir()).name
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --llmeval-runner: replay: --llmeval-model gpt-4o: no recording of it under "
+            f"*cassettes (recorded: counted-model ({folder})); record it with "
+            "`--llmeval-runner counted --llmeval-model gpt-4o --llmeval-record new`, or drop "
+            "--llmeval-model to replay what is recorded"
+        ]
+    )
+    assert not (pytester.path / "run" / "results.jsonl").exists()
+    chosen = pytester.runpytest(
+        "--llmeval-model", "gpt-4o", "--llmeval-replay-from", folder,
+        "--llmeval-cassettes", "cassettes", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert chosen.ret == pytest.ExitCode.USAGE_ERROR  # chosen by name, still another model
+    chosen.stderr.fnmatch_lines(["ERROR: *is a recording of model counted-model*"])
+
+
+def test_the_header_names_the_model_being_replayed(pytester: pytest.Pytester) -> None:
+    _recorded(pytester)
+    folder = next((pytester.path / "cassettes").iterdir())
+    for args in ((), ("--llmeval-model", "counted-model")):
+        result = pytester.runpytest(
+            *args, "--llmeval-cassettes", "cassettes", "--llmeval-run-dir", f"run{len(args)}"
+        )
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.fnmatch_lines(
+            [f"llmeval: replaying model counted-model (*cassettes/{folder.name})"]
+        )
+
+
+def test_a_replayed_judge_is_chosen_by_its_model_and_named(pytester: pytest.Pytester) -> None:
+    """``--llmeval-judge-model`` picks the judge's recording by the model it names; one no
+    recording names is a usage error; the header names the judge's model."""
+    _recorded(pytester)
+    write_json(pytester, "qa.golden.json", [{**c, "rubric": {"correct": 1.0}} for c in _say(2)])
+    live = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-judge-runner", "judgy", "--llmeval-judge-model",
+        "judge-model", "--llmeval-record", "new", "--llmeval-cassettes", "cassettes",
+        "--llmeval-run-dir", "judged",
+    )  # fmt: skip
+    assert live.ret == pytest.ExitCode.OK
+    judge = ("--llmeval-runner", "echo", "--llmeval-judge-runner", "replay")
+    replayed = pytester.runpytest(
+        *judge, "--llmeval-judge-model", "judge-model", "--llmeval-cassettes", "cassettes",
+        "--llmeval-run-dir", "replayed",
+    )  # fmt: skip
+    assert replayed.ret == pytest.ExitCode.OK
+    replayed.stdout.fnmatch_lines(["llmeval: judge: replaying model judge-model (*cassettes/judgy-*)"])
+    other = pytester.runpytest(
+        *judge, "--llmeval-judge-model", "gpt-4o", "--llmeval-cassettes", "cassettes",
+        "--llmeval-run-dir", "other",
+    )  # fmt: skip
+    assert other.ret == pytest.ExitCode.USAGE_ERROR

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -431,7 +430,9 @@ def test_a_replayed_judge_is_chosen_by_its_model_and_named(pytester: pytest.Pyte
         "--llmeval-run-dir", "replayed",
     )  # fmt: skip
     assert replayed.ret == pytest.ExitCode.OK
-    replayed.stdout.fnmatch_lines(["llmeval: judge: replaying model judge-model (*cassettes/judgy-*)"])
+    replayed.stdout.fnmatch_lines(
+        ["llmeval: judge: replaying model judge-model (*cassettes/judgy-*)"]
+    )
     other = pytester.runpytest(
         *judge, "--llmeval-judge-model", "gpt-4o", "--llmeval-cassettes", "cassettes",
         "--llmeval-run-dir", "other",

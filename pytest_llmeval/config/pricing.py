@@ -9,7 +9,10 @@ million tokens, ``input`` for prompt tokens and ``output`` for completion tokens
 
 A case's model is the ``model`` of the runner that answered it (its fingerprint), else
 ``--llmeval-model``. Tokens of a model with no price (and no ``*`` entry) cost nothing and are
-counted apart, so a run can say how many tokens it could not price.
+counted apart, so a run can say how many tokens it could not price (under ``--llmeval-max-cost``
+such a model is an error instead: :mod:`pytest_llmeval.plugin.budget_measure`). A ``usage``
+that gives only ``total_tokens`` is counted as that many tokens, priced at the higher of the
+model's two prices, so a budget never counts less than was spent.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "load_prices",
     "price_of",
     "service_usage",
+    "total_only",
     "usage_tokens",
 ]
 
@@ -60,8 +64,13 @@ class Price(BaseModel):
             raise ValueError("a price is a number of dollars, 0 or more")
         return value
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / PER_TOKENS
+    def cost(self, prompt_tokens: int, completion_tokens: int, unsplit_tokens: int = 0) -> float:
+        """What these tokens cost; ``unsplit_tokens`` (a total without its split) at the
+        higher price."""
+        top = max(self.input, self.output)
+        return (
+            prompt_tokens * self.input + completion_tokens * self.output + unsplit_tokens * top
+        ) / PER_TOKENS
 
 
 def load_prices(path: Path) -> dict[str, Price]:
@@ -111,6 +120,14 @@ def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
+def total_only(usage: Mapping[str, Any] | None, prompt: int, completion: int) -> int:
+    """The ``total_tokens`` of a ``usage`` dump that gives no split (``prompt`` and
+    ``completion``, from :func:`usage_tokens`, are 0), else 0: tokens spent all the same."""
+    if prompt or completion or not usage:
+        return 0
+    return int(usage.get("total_tokens") or 0)
+
+
 @dataclass
 class Spend:
     """Tokens and cost of the results seen so far (one process's, or the session's)."""
@@ -126,13 +143,15 @@ class Spend:
     """The model the embeddings endpoint's tokens are priced as (``--llmeval-embedding-model``)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    unsplit_tokens: int = 0
+    """Tokens of results whose ``usage`` gave only a total (no prompt/completion split)."""
     cost_usd: float = 0.0
     unpriced: set[str] = field(default_factory=set)
     """Models that used tokens but have no price."""
 
     @property
     def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
+        return self.prompt_tokens + self.completion_tokens + self.unsplit_tokens
 
     def add_case(self, data: Mapping[str, Any], runner: Mapping[str, Any] | None) -> None:
         """Count everything one case result (a dump of one) cost: the model's tokens over
@@ -153,13 +172,15 @@ class Spend:
     def add(self, usage: Mapping[str, Any] | None, runner: Mapping[str, Any] | None) -> None:
         """Count one ``usage`` dump, priced as the model of ``runner`` (a fingerprint)."""
         prompt, completion = usage_tokens(usage)
+        unsplit = total_only(usage, prompt, completion)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
-        if self.prices is None or not prompt + completion:
+        self.unsplit_tokens += unsplit
+        if self.prices is None or not prompt + completion + unsplit:
             return
         model = (runner or {}).get("model") or self.default_model
         price = price_of(self.prices, model)
         if price is None:
             self.unpriced.add(str(model))
         else:
-            self.cost_usd += price.cost(prompt, completion)
+            self.cost_usd += price.cost(prompt, completion, unsplit)

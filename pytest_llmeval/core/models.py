@@ -99,6 +99,12 @@ class Usage(_Model):
     total_tokens: Tokens = 0
     """Both, as the backend says (or their sum)."""
 
+    @property
+    def counted(self) -> int:
+        """The tokens a budget counts: prompt and completion, else the total when the backend
+        gives only that (a count without its split is still spent)."""
+        return self.prompt_tokens + self.completion_tokens or self.total_tokens
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

@@ -375,7 +375,7 @@ def _fault(
     if before is None:
         return fault
     judgement = before.judgement
-    if judge_usage is not None and (judge_usage.prompt_tokens or judge_usage.completion_tokens):
+    if judge_usage is not None and judge_usage.counted:
         judgement = Judgement(stage="error", error=message, usage=judge_usage)
     return fault.model_copy(
         update={

@@ -15,11 +15,17 @@ controller's ledger (:mod:`pytest_llmeval.limits.ledger`) and compares the sessi
 with the whole limit, before each case and after it; so the session stops within the limit
 plus what the cases in flight when it was reached used. A worker that cannot reach the ledger
 counts alone and stops at its share of the limit (the limit divided by the workers).
+
+A resume (``--llmeval-resume``) counts what the run's earlier attempts spent (every result in
+its journal, each attempt's): the limit holds for the whole run, not per attempt. When the
+earlier attempts spent it all, the session stops before any case (:meth:`Budget.spent_out`,
+raised by the checks before any case); a larger limit runs the rest within what is left.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from pathlib import Path
 
 import pytest
 
@@ -28,10 +34,12 @@ from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import BudgetSkip
 from pytest_llmeval.engine.dispatch import Dispatcher
 from pytest_llmeval.limits import RemoteLedger
+from pytest_llmeval.limits.ledger import Totals
 from pytest_llmeval.plugin.compat import skip_at_item
 from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
+from pytest_llmeval.rundir.journal import every_result
 
-__all__ = ["IN_FLIGHT_ATTR", "Budget", "keep_first_per_file"]
+__all__ = ["IN_FLIGHT_ATTR", "Budget", "keep_first_per_file", "spent_before"]
 
 IN_FLIGHT_ATTR = "llmeval_in_flight"
 """The report attribute carrying the agents in flight in the process that made it."""
@@ -48,6 +56,7 @@ class Budget:
         is_eval: Callable[[pytest.Item], bool],
         workers: int = 1,
         ledger: RemoteLedger | None = None,
+        earlier: Totals | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.records = records
@@ -62,6 +71,8 @@ class Budget:
         spend is the session's."""
         self.max_tokens = settings.max_tokens_total
         self.max_cost = settings.max_cost
+        self.earlier = earlier or Totals()
+        """What the run's earlier attempts spent (a resume's); counted against the limits."""
         self.reason: BudgetSkip | None = None
         """Why the remaining cases are skipped; ``None`` while within the limits."""
 
@@ -70,14 +81,32 @@ class Budget:
         """Whether there is a budget to keep (without one, only the in-flight count is kept)."""
         return self.max_tokens is not None or self.max_cost is not None
 
+    def spent_out(self) -> str | None:
+        """Why a resume cannot run a case: the run's earlier attempts spent a whole limit (one
+        line naming the option to raise); ``None`` when something is left."""
+        spent = self.earlier
+        for option, used, limit in (
+            ("--llmeval-max-tokens-total", f"{spent.tokens:,} tokens", self.max_tokens),
+            ("--llmeval-max-cost", f"${spent.cost_usd:,.4f}", self.max_cost),
+        ):
+            value = spent.tokens if option.endswith("total") else spent.cost_usd
+            if limit is not None and value >= limit:
+                return (
+                    f"{option}: spent {used} of {limit:g} in earlier attempts of this run; "
+                    f"raise {option} to run the rest"
+                )
+        return None
+
     def add(self, record: CaseRecord) -> None:
         """Count what one case result cost."""
-        before = (self.spend.prompt_tokens, self.spend.completion_tokens, self.spend.cost_usd)
-        self.spend.add_case(record.data, record.runner)
-        self._check(
-            self.spend.prompt_tokens - before[0],
-            self.spend.completion_tokens - before[1],
-            self.spend.cost_usd - before[2],
+        spend = self.spend
+        before = (spend.prompt_tokens, spend.completion_tokens + spend.unsplit_tokens)
+        cost = spend.cost_usd
+        spend.add_case(record.data, record.runner)
+        self._check(  # a total without its split counts as completion tokens on the ledger
+            spend.prompt_tokens - before[0],
+            spend.completion_tokens + spend.unsplit_tokens - before[1],
+            spend.cost_usd - cost,
         )
 
     def _check(self, prompt: int = 0, completion: int = 0, cost: float = 0.0) -> None:
@@ -94,13 +123,21 @@ class Budget:
             self.dispatcher.stop_ahead()
 
     def _reached(self, tokens: int, cost: float, share: int) -> BudgetSkip | None:
+        """Whether this session's spend (``tokens``, ``cost``: the session's, or this worker's
+        alone with ``share`` > 1) and the earlier attempts' reach a limit."""
         of = "" if share == 1 else f"this worker's 1/{share} share of "
-        if self.max_tokens is not None and tokens >= self.max_tokens / share:
-            return BudgetSkip(
-                f"{tokens:,} tokens", f"{of}--llmeval-max-tokens-total={self.max_tokens}"
-            )
-        if self.max_cost is not None and cost >= self.max_cost / share:
-            return BudgetSkip(f"${cost:,.4f}", f"{of}--llmeval-max-cost={self.max_cost:g}")
+        earlier = self.earlier
+        one = share == 1  # the session's spend: the earlier attempts' is added to it
+        if self.max_tokens is not None and tokens >= (self.max_tokens - earlier.tokens) / share:
+            spent = f"{tokens + earlier.tokens if one else tokens:,} tokens"
+            if earlier.tokens:
+                spent += f" ({earlier.tokens:,} in earlier attempts)"
+            return BudgetSkip(spent, f"{of}--llmeval-max-tokens-total={self.max_tokens}")
+        if self.max_cost is not None and cost >= (self.max_cost - earlier.cost_usd) / share:
+            spent = f"${cost + earlier.cost_usd if one else cost:,.4f}"
+            if earlier.cost_usd:
+                spent += f" (${earlier.cost_usd:,.4f} in earlier attempts)"
+            return BudgetSkip(spent, f"{of}--llmeval-max-cost={self.max_cost:g}")
         return None
 
     # -- hooks -------------------------------------------------------------------------------
@@ -126,6 +163,19 @@ class Budget:
         if report.when == "teardown":
             setattr(report, IN_FLIGHT_ATTR, self.dispatcher.in_flight)
         return report
+
+
+def spent_before(settings: Settings, run_dir: Path, attempt: int) -> Totals | None:
+    """What the run's attempts before ``attempt`` spent, when this session resumes it under a
+    budget (read once, from the journal; ``None`` otherwise): every journaled result, each
+    attempt's, priced as the budget prices this session's."""
+    if not settings.resume or (settings.max_tokens_total is None and settings.max_cost is None):
+        return None
+    spend = Spend(settings.prices, settings.model, settings.judge_model, settings.embedding_model)
+    for result, runner in every_result(run_dir, attempt):
+        spend.add_case(result, runner)
+    unsplit = spend.unsplit_tokens  # counted with the completion tokens, as on the ledger
+    return Totals(spend.prompt_tokens, spend.completion_tokens + unsplit, spend.cost_usd)
 
 
 def keep_first_per_file(

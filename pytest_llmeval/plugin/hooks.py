@@ -15,7 +15,8 @@ from pytest_llmeval.config import settings
 from pytest_llmeval.engine.agent import default_agent
 from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
 from pytest_llmeval.plugin import scheduling as sharding
-from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
+from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
+from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
@@ -103,8 +104,15 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
     """Budgets in every process that runs cases; progress where the results arrive."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
-    budget = Budget(state.settings, state.dispatcher, state.records, _is_eval_item, workers, ledger)
+    earlier = spent_before(state.settings, state.run_dir, state.attempt)  # a resume's
+    budget = Budget(
+        state.settings, state.dispatcher, state.records, _is_eval_item, workers, ledger, earlier
+    )
     config.pluginmanager.register(budget, "llmeval-budget")
+    if budget.limited:  # a budget that cannot be measured is an error, not off
+        config.pluginmanager.register(
+            BudgetMeasure(state.settings, budget), "llmeval-budget-measure"
+        )
     if not hasattr(config, "workerinput"):
         progress = Progress(config, state.settings, state.records)
         config.pluginmanager.register(progress, "llmeval-progress")
@@ -130,6 +138,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         del config.stash[session_report_key]
     names = (
         "llmeval-budget",
+        "llmeval-budget-measure",
         "llmeval-progress",
         "llmeval-interruption",
         "llmeval-records",
@@ -311,6 +320,11 @@ def llmeval_agent(llmeval_runner: Any) -> Any:
 
 
 # -- reporting -----------------------------------------------------------------------------
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(state_key, None)
+    return preflight.replay_header(state.settings) if state is not None else []
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -34,8 +34,11 @@ from typing import Any, TypeGuard
 
 import pytest
 
+from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
+from pytest_llmeval.plugin.budget import Budget
+from pytest_llmeval.plugin.budget_measure import unpriced_at_start
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.results import agent_fingerprint
@@ -52,6 +55,7 @@ __all__ = [
     "check",
     "close_unused_runner",
     "raise_worker_usage_error",
+    "replay_header",
     "settle_runner_model",
     "take_runner",
 ]
@@ -80,12 +84,18 @@ def check(
         if not items:
             return
         if not config.option.collectonly:
+            _check_budget(config)  # a resume whose earlier attempts spent it: nothing to build
+            fingerprint = None
             if _uses_own_runner(items):
                 runner = config.stash.get(_runner_key, None)  # built already by a resume
                 if runner is None:
                     config.stash[_runner_key] = runner = build_runner(config, state)
-                state.runner_model.settle(agent_fingerprint(runner))  # before a case is built
+                fingerprint = agent_fingerprint(runner)
+                state.runner_model.settle(fingerprint)  # before a case is built
                 _check_chat_fallback(state, items, runner)
+            why = unpriced_at_start(state.settings, fingerprint)  # a cost budget it cannot price
+            if why is not None:
+                raise pytest.UsageError(why)
             state.services.start_judge()
             try:
                 check_embedder(state.settings)
@@ -127,6 +137,36 @@ def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:
         return registry.create(state.settings, redact=state.redactor.value)
     except ConfigError as exc:
         raise pytest.UsageError(_named(str(exc), "--llmeval-runner")) from None
+
+
+def replay_header(settings: Settings) -> list[str]:
+    """The terminal header's lines naming the model replay plays back (the runner's, the
+    judge's), so a replayed run says which model it judges; nothing when replay is not used
+    or cannot choose (the checks before any case then say why)."""
+    from pytest_llmeval.runners.replay import CassetteStore, replayed
+
+    lines = []
+    for who, chosen in (("", settings), ("judge: ", None)):
+        if chosen is None:
+            if settings.judge_runner != "replay":
+                continue
+            chosen = judge_settings(settings)
+        elif chosen.runner != "replay":
+            continue
+        try:
+            shown = replayed(CassetteStore(chosen.cassettes), chosen.replay_from, chosen.model)
+        except ConfigError:
+            continue
+        lines.append(f"llmeval: {who}{shown}")
+    return lines
+
+
+def _check_budget(config: pytest.Config) -> None:
+    """A usage error when a resume's earlier attempts spent a whole budget."""
+    budget = config.pluginmanager.get_plugin("llmeval-budget")
+    why = budget.spent_out() if isinstance(budget, Budget) else None
+    if why is not None:
+        raise pytest.UsageError(why)
 
 
 def _named(message: str, option: str) -> str:

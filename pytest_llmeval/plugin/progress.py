@@ -157,7 +157,9 @@ class Progress:
         if spend.tokens and self.config.get_verbosity() >= 0:
             line = (
                 f"llmeval: {spend.tokens:,} tokens ({spend.prompt_tokens:,} prompt, "
-                f"{spend.completion_tokens:,} completion)"
+                f"{spend.completion_tokens:,} completion"
+                + (f", {spend.unsplit_tokens:,} not split" if spend.unsplit_tokens else "")
+                + ")"
             )
             if spend.prices is not None:
                 line += f", ${spend.cost_usd:,.4f}"

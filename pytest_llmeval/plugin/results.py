@@ -362,12 +362,12 @@ def _with_services(details: dict[str, Any], transcript: Transcript) -> dict[str,
         total = sum((r.judgement.usage for r in runs if r.judgement), Usage())
         details = {**details, "judge": {**judge, "usage": total.model_dump()}}
     for run in runs:
-        if run.embedding_usage.prompt_tokens or run.embedding_usage.completion_tokens:
+        if run.embedding_usage.counted:
             break
     else:
         return details  # no run used the embeddings endpoint: nothing to sum
     embedded = sum((r.embedding_usage for r in runs), Usage())
-    if embedded.prompt_tokens or embedded.completion_tokens:
+    if embedded.counted:
         details = {**details, "embedding": {"usage": embedded.model_dump()}}
     return details
 

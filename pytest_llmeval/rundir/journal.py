@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -149,16 +149,7 @@ def read_results(
     With ``rescore``, a final result judged by other scorers is not final: its node id is
     added to ``rescore`` instead."""
     found: dict[str, tuple[CaseResult, dict[str, Any] | None]] = {}
-    root = journal_root(run_dir)
-    if not root.is_dir():
-        return found
-    attempts = sorted(
-        p
-        for p in root.iterdir()
-        if p.name.isdigit() and (before_attempt is None or int(p.name) < before_attempt)
-    )
-    fresh = [i for i, p in enumerate(attempts) if (p / FRESH_MARK).exists()]
-    for attempt in attempts[fresh[-1] if fresh else 0 :]:  # this run's attempts only
+    for attempt in _this_runs_attempts(run_dir, before_attempt):
         for path in sorted(attempt.glob("*.jsonl")):
             for number, line in enumerate(_whole_lines(path), 1):
                 try:
@@ -184,6 +175,40 @@ def read_results(
                 else:
                     found.pop(result.nodeid, None)
     return found
+
+
+def _this_runs_attempts(run_dir: Path, before_attempt: int | None) -> list[Path]:
+    """The journal folders of this run's attempts before ``before_attempt`` (all without
+    it), oldest first: from the latest fresh session on."""
+    root = journal_root(run_dir)
+    if not root.is_dir():
+        return []
+    attempts = sorted(
+        p
+        for p in root.iterdir()
+        if p.name.isdigit() and (before_attempt is None or int(p.name) < before_attempt)
+    )
+    fresh = [i for i, p in enumerate(attempts) if (p / FRESH_MARK).exists()]
+    return attempts[fresh[-1] if fresh else 0 :]
+
+
+def every_result(
+    run_dir: Path, before_attempt: int
+) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every result this run journaled before ``before_attempt`` (a redacted dump, with its
+    runner's fingerprint), each attempt's: a case run twice is there twice, as it was paid
+    for twice. What a resume's budget counts as spent already; a line that is not a result
+    is left out (:func:`read_results` says what is wrong with a damaged journal)."""
+    for attempt in _this_runs_attempts(run_dir, before_attempt):
+        for path in sorted(attempt.glob("*.jsonl")):
+            for line in _whole_lines(path):
+                try:
+                    entry = json.loads(line)
+                    result, runner = entry["result"], entry.get("runner")
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    continue
+                if isinstance(result, dict):
+                    yield result, runner if isinstance(runner, dict) else None
 
 
 def _whole_lines(path: Path) -> list[str]:

@@ -31,7 +31,8 @@ RunnerFactory = Callable[[Settings], Any]
 def _replay(settings: Settings) -> Any:
     from pytest_llmeval.runners.replay import CassetteStore, ReplayRunner
 
-    return ReplayRunner(CassetteStore(settings.cassettes), select=settings.replay_from)
+    store = CassetteStore(settings.cassettes)
+    return ReplayRunner(store, select=settings.replay_from, model=settings.model)
 
 
 def _echo(settings: Settings) -> Any:

@@ -294,10 +294,13 @@ class ReplayRunner:
 
     name = "replay"
 
-    def __init__(self, store: CassetteStore, select: str | None = None) -> None:
+    def __init__(
+        self, store: CassetteStore, select: str | None = None, model: str | None = None
+    ) -> None:
         self.store = store
-        self.folder = _select_folder(store, select)
+        self.folder = _select_folder(store, select, model)
         self.recorded_fingerprint = store.read_runner(self.folder)
+        _check_model(self.folder, self.recorded_fingerprint, select, model)
         # the recorded runner's requests, judges' strict form included, are what replays
         self.supports_response_format = self.recorded_fingerprint.get("type") == "openai"
 
@@ -332,7 +335,75 @@ class ReplayRunner:
         return None
 
 
-def _select_folder(store: CassetteStore, select: str | None) -> Path:
+def recorded_model(runner_fp: dict[str, Any]) -> str | None:
+    """The ``model`` a recorded runner's fingerprint names, or ``None``."""
+    model = runner_fp.get("model")
+    return model if isinstance(model, str) and model.strip() else None
+
+
+def replayed(store: CassetteStore, select: str | None, model: str | None) -> str:
+    """What replay plays back, for the terminal's header: the model and its folder (a
+    :class:`ConfigError` when it cannot be chosen)."""
+    folder = _select_folder(store, select, model)
+    named = recorded_model(store.read_runner(folder))
+    what = f"model {named}" if named else "a runner that names no model"
+    return f"replaying {what} ({folder})"
+
+
+def _models(store: CassetteStore, folders: list[Path]) -> dict[Path, str | None]:
+    return {folder: recorded_model(store.read_runner(folder)) for folder in folders}
+
+
+def _record_hint(store: CassetteStore, folders: list[Path], model: str) -> str:
+    types = {store.read_runner(f).get("type") for f in folders}
+    runner = next(iter(types)) if len(types) == 1 and isinstance(next(iter(types)), str) else None
+    return (
+        f"record it with `--llmeval-runner {runner or '<runner>'} --llmeval-model {model} "
+        "--llmeval-record new`"
+    )
+
+
+def _by_model(store: CassetteStore, folders: list[Path], model: str) -> Path:
+    """The one recorded folder of ``model`` (``--llmeval-model``): replaying another model's
+    recordings would judge a model that was not asked for."""
+    models = _models(store, folders)
+    found = [folder for folder, named in models.items() if named == model]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ConfigError(
+            f"replay: --llmeval-model {model}: {len(found)} recordings under {store.root}: "
+            f"{', '.join(f.name for f in found)}; choose one with `--llmeval-replay-from <folder>`"
+        )
+    have = ", ".join(
+        f"{named} ({folder.name})" if named else f"no model named ({folder.name})"
+        for folder, named in models.items()
+    )
+    raise ConfigError(
+        f"replay: --llmeval-model {model}: no recording of it under {store.root} (recorded: "
+        f"{have}); {_record_hint(store, folders, model)}, or drop --llmeval-model to replay "
+        "what is recorded"
+    )
+
+
+def _check_model(
+    folder: Path, runner_fp: dict[str, Any], select: str | None, model: str | None
+) -> None:
+    """A folder chosen by ``--llmeval-replay-from`` must not replay another model than
+    ``--llmeval-model`` (a recording that names no model cannot be checked: the user chose
+    it by name)."""
+    named = recorded_model(runner_fp)
+    if model is None or select is None or select == model or named is None or named == model:
+        return
+    raise ConfigError(
+        f"replay: --llmeval-model {model}, but {folder} is a recording of model {named}; "
+        f"replay a recording of {model} (or drop --llmeval-model), or record it with "
+        f"`--llmeval-runner {runner_fp.get('type') or '<runner>'} --llmeval-model {model} "
+        "--llmeval-record new`"
+    )
+
+
+def _select_folder(store: CassetteStore, select: str | None, model: str | None = None) -> Path:
     how = (
         "choose one with `--llmeval-replay-from <folder>` "
         "(a folder name, a prefix of one, or a runner name)"
@@ -345,6 +416,8 @@ def _select_folder(store: CassetteStore, select: str | None) -> Path:
             f"replay: no recorded runner under {store.root} (no */{RUNNER_FILE}); {_RECORD_HINT}"
         )
     names = ", ".join(f.name for f in folders)
+    if select is None and model is not None:
+        return _by_model(store, folders, model)
     if select is None:
         if len(folders) == 1:
             return folders[0]
@@ -360,6 +433,8 @@ def _select_folder(store: CassetteStore, select: str | None) -> Path:
         for f in folders
         if f.name.startswith(wanted) or f.name.rsplit("-", 1)[0] == runner_slug(wanted)
     ]
+    if not matches:  # a recorded model's name (a judge's --llmeval-judge-model)
+        matches = [f for f, named in _models(store, folders).items() if named == select]
     if len(matches) == 1:
         return matches[0]
     problem = "matches several" if matches else "matches none"

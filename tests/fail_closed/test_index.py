@@ -229,6 +229,26 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_golden_file_holding_an_empty_array_is_an_empty_suite",
         "test_a_file_with_a_json_syntax_error_says_where",
     ]),
+    # round 2: budgets
+    "a replayed model is the model asked for, and the header names it": ("budgets", [
+        "test_replaying_a_model_no_recording_has_is_a_usage_error",
+        "test_the_header_names_the_model_being_replayed",
+        "test_a_replayed_judge_is_chosen_by_its_model_and_named",
+    ]),
+    "a resume counts what the run already spent": ("budgets", [
+        "test_a_resume_with_the_same_token_budget_stops_at_once",
+        "test_a_resume_counts_every_earlier_attempt_under_a_cost_budget",
+        "test_under_xdist_a_resume_counts_what_the_run_already_spent",
+    ]),
+    "a budget that cannot be measured is an error, not off": ("budgets", [
+        "test_a_usage_with_only_a_total_is_counted_by_a_token_budget",
+        "test_a_usage_with_only_a_total_is_priced_at_the_higher_price",
+        "test_a_runner_without_usage_under_a_token_budget_errs_its_first_case",
+        "test_a_cost_budget_that_cannot_price_the_model_is_a_usage_error",
+        "test_a_cost_budget_that_cannot_price_the_runners_model_is_a_usage_error",
+        "test_a_cost_budget_that_cannot_price_the_judge_is_a_usage_error",
+        "test_a_model_first_named_by_a_case_that_cannot_be_priced_errs_that_case",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -12,6 +12,8 @@ session checks what every case would otherwise fail on one by one:
 * a manifest that asks for the runner's chat endpoint as a fallback (When2Call's
   ``loglik_fallback``) when the runner has none (it cannot generate, or it is an ``hf`` base
   model without a chat template);
+* an endpoint that gives no prompt log-probabilities when a selected case is scored by them
+  (:mod:`~pytest_llmeval.plugin.loglik_probe`: one probe request);
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
   parses (a manifest's is named by its ``path:line`` and entry), and names a collected suite
@@ -38,6 +40,7 @@ from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.loglik_probe import check_loglik_endpoint
 from pytest_llmeval.plugin.results import agent_fingerprint
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
@@ -86,6 +89,7 @@ def check(
                     config.stash[_runner_key] = runner = build_runner(config, state)
                 state.runner_model.settle(agent_fingerprint(runner))  # before a case is built
                 _check_chat_fallback(state, items, runner)
+                check_loglik_endpoint(config, state, items, runner, state.dispatcher.call)
             state.services.start_judge()
             try:
                 check_embedder(state.settings)

@@ -294,9 +294,15 @@ class ReplayRunner:
 
     name = "replay"
 
-    def __init__(self, store: CassetteStore, select: str | None = None) -> None:
+    def __init__(
+        self,
+        store: CassetteStore,
+        select: str | None = None,
+        *,
+        select_option: str = "--llmeval-replay-from",
+    ) -> None:
         self.store = store
-        self.folder = _select_folder(store, select)
+        self.folder = _select_folder(store, select, select_option)
         self.recorded_fingerprint = store.read_runner(self.folder)
         # the recorded runner's requests, judges' strict form included, are what replays
         self.supports_response_format = self.recorded_fingerprint.get("type") == "openai"
@@ -332,11 +338,10 @@ class ReplayRunner:
         return None
 
 
-def _select_folder(store: CassetteStore, select: str | None) -> Path:
-    how = (
-        "choose one with `--llmeval-replay-from <folder>` "
-        "(a folder name, a prefix of one, or a runner name)"
-    )
+def _select_folder(store: CassetteStore, select: str | None, option: str) -> Path:
+    """The recorded folder ``select`` names; ``option`` is the flag that gave it (the
+    judge's replay is chosen by ``--llmeval-judge-model``)."""
+    how = f"choose one with `{option} <folder>` (a folder name, a prefix of one, or a runner name)"
     if not store.root.is_dir():
         raise ConfigError(f"replay: no cassette folder at {store.root}; {_RECORD_HINT}")
     folders = store.recorded()

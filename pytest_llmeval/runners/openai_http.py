@@ -423,9 +423,7 @@ class OpenAIRunner(AsyncClosing):
         for max_tokens in (0, 1) if self._max_tokens_zero_ok else (1,):
             body = self.completions_body(_PROBE, max_tokens)
             try:
-                response, _ = await self._http.post_json(
-                    url, body, pass_statuses=range(400, 600), once=True
-                )
+                response = await self._probe_post(url, body)
             except RunnerError:
                 return None
             if not response.is_success:
@@ -544,6 +542,21 @@ class OpenAIRunner(AsyncClosing):
             detail = error.get("message", error) if isinstance(error, dict) else error
             self._protocol_error(where, f"the server answered an error: {clip(str(detail), 200)}")
         return data
+
+    async def _probe_post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """A probe's POST: any status handed back, never retried, except a connection the
+        server dropped (after an HTTP 500 ``transformers serve`` closes it), sent once more."""
+        try:
+            response, _ = await self._http.post_json(
+                url, body, pass_statuses=range(400, 600), once=True
+            )
+        except RunnerError as exc:
+            if exc.kind != "connection" or not exc.retryable:
+                raise
+            response, _ = await self._http.post_json(
+                url, body, pass_statuses=range(400, 600), once=True
+            )
+        return response
 
     def _refused(
         self,

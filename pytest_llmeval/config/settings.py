@@ -280,6 +280,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         metavar="T",
     ),
     OptionSpec(
+        "judge-max-tokens",
+        "max_tokens of each judge reply (its own, never --llmeval-max-tokens): enough for the "
+        "verdict's JSON; a reply cut off at it is the case's error naming this option.",
+        default="1024",
+        type="int",
+        metavar="N",
+    ),
+    OptionSpec(
+        "judge-extra-body",
+        "A JSON object merged last into every judge request body, as --llmeval-extra-body is "
+        "into the model's (the judge never takes the model's).",
+        metavar="JSON",
+    ),
+    OptionSpec(
         "judge-repeats",
         "Judge each answer J times and report the judge's agreement with itself (its variance "
         "told apart from the model's); the first verdict scores the case.",
@@ -601,6 +615,10 @@ class Settings(BaseModel):
     judge_base_url: _PublicURL | None = None
     judge_api_key_env: str | None = None
     judge_temperature: float = 0.0
+    judge_max_tokens: int = 1024
+    """``max_tokens`` of a judge reply (never the model's ``max_tokens``)."""
+    judge_extra_body: dict[str, Any] | None = None
+    """Merged last into every judge request body (never the model's ``extra_body``)."""
     judge_repeats: int = 1
     """Verdicts asked per answer."""
     embedding_model: str | None = None
@@ -681,12 +699,17 @@ class Settings(BaseModel):
 
 def judge_settings(settings: Settings) -> Settings:
     """The settings a judge runner is built from: the session's, with the judge's runner,
-    model, endpoint, key variable and temperature; the judge never records its own cassettes
-    under the model's folder (its fingerprint names its own)."""
+    model, endpoint, key variable, temperature, ``max_tokens`` and ``extra_body``; never the
+    model's ``top_p`` or prompt wrapper (a wrapper would rewrite the judge's prompt). The judge
+    never records its own cassettes under the model's folder (its fingerprint names its own)."""
     assert settings.judge_runner is not None
     update: dict[str, Any] = {
         "runner": settings.judge_runner,
         "temperature": settings.judge_temperature,
+        "max_tokens": settings.judge_max_tokens,
+        "extra_body": settings.judge_extra_body,
+        "top_p": None,
+        "prompt_wrapper": None,
         "replay_from": settings.judge_model if settings.judge_runner == "replay" else None,
     }
     if settings.judge_model is not None:

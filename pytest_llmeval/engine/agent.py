@@ -27,6 +27,7 @@ from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import (
     EvalCase,
+    Loglik,
     LoglikRequest,
     Message,
     ToolCallRecord,
@@ -35,7 +36,13 @@ from pytest_llmeval.core.models import (
 )
 from pytest_llmeval.engine.judge import AUDIT_REPLY_CHARS
 from pytest_llmeval.inputs.loading import a_json_type
-from pytest_llmeval.runners.base import AgentEndpoint, AgentResponse, GenerateRequest, Runner
+from pytest_llmeval.runners.base import (
+    AgentEndpoint,
+    AgentResponse,
+    GenerateRequest,
+    NoLoglikelihood,
+    Runner,
+)
 from pytest_llmeval.scoring.classification import choice_digit
 from pytest_llmeval.tools.broker import ToolBroker
 
@@ -176,7 +183,15 @@ async def score_choices(runner: Any, case: EvalCase) -> Transcript:
     start = time.perf_counter()
     task = case.choices
     requests = [LoglikRequest(context=task.context, continuation=c) for c in task.continuations]
-    logliks = await score(requests)
+    try:
+        logliks = await score(requests)
+    except NoLoglikelihood as exc:  # known at the start: no scores, the fallback asks in chat
+        if task.fallback is None:
+            raise
+        logliks = [_no_score(r.continuation) for r in requests]
+        return await _ask_fallback(
+            runner, case, logliks, list(range(len(logliks))), start, str(exc)
+        )
     if len(logliks) != len(requests):
         raise RunnerError(
             f"loglikelihood answered {len(logliks)} scores for {len(requests)} options",
@@ -210,8 +225,24 @@ async def score_choices(runner: Any, case: EvalCase) -> Transcript:
     )
 
 
+def _no_score(continuation: str) -> Loglik:
+    """The score of an option the endpoint cannot score (NaN: no score, the fallback's cue)."""
+    return Loglik(
+        logprob_sum=math.nan,
+        token_count=0,
+        is_greedy=None,
+        char_length=len(continuation),
+        byte_length=len(continuation.encode("utf-8")),
+    )
+
+
 async def _ask_fallback(
-    runner: Any, case: EvalCase, logliks: list[Any], bad: list[int], start: float
+    runner: Any,
+    case: EvalCase,
+    logliks: list[Any],
+    bad: list[int],
+    start: float,
+    why: str | None = None,
 ) -> Transcript:
     """The options asked for by number through the runner's chat endpoint (a manifest's
     ``loglik_fallback``), for scores that are not all finite; an ``audit`` event records the
@@ -241,8 +272,8 @@ async def _ask_fallback(
         non_finite=bad,
         replies=[clip(completion.text, AUDIT_REPLY_CHARS)],
         picked=picked,
-        problem=f"non-finite log-likelihood for option(s) {', '.join(map(str, bad))}; "
-        "asked in chat instead (loglik_fallback)",
+        problem=(why or f"non-finite log-likelihood for option(s) {', '.join(map(str, bad))}")
+        + "; asked in chat instead (loglik_fallback)",
     )
     return Transcript(
         messages=[*messages, Message(role="assistant", content=completion.text)],

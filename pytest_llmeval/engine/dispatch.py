@@ -66,6 +66,9 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._tasks: set[asyncio.Future[Transcript]] = set()
         """Cases started on the loop and not finished (touched on the loop only)."""
+        self._running = 0
+        """Runs holding a slot now (touched on the loop only): a timed-out run's message
+        says how many ran beside it."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -235,6 +238,9 @@ class Dispatcher:
         step ends by the case's deadline (``clock``), shared by all of its repeats."""
         assert self._semaphore is not None
         async with self._semaphore:
+            loop = asyncio.get_running_loop()
+            started, beside = loop.time(), self._running
+            self._running += 1
             with case_scope(), case_run(key, self.workspace_root, repeat) as run:
                 # what ran before a fault still cost its tokens (nothing ran yet: None)
                 transcript: Transcript | None = None
@@ -248,7 +254,9 @@ class Dispatcher:
                         left = clock.left()
                         transcript = await self._judged_within(case, transcript, left)
                 except asyncio.TimeoutError:
-                    transcript = _fault(clock.message, "timeout", transcript)
+                    beside = max(beside, self._running - 1)
+                    message = clock.message + timeout_advice(beside, self.concurrency)
+                    transcript = _fault(message, "timeout", transcript)
                 except RunnerError as exc:
                     transcript = _fault(str(exc), exc.kind, transcript, getattr(exc, "usage", None))
                 except Exception as exc:
@@ -256,8 +264,13 @@ class Dispatcher:
                 except (SystemExit, KeyboardInterrupt) as exc:  # would stop the loop: a hang
                     message = f"the agent raised {type(exc).__name__}({_args(exc)})"
                     transcript = _fault(message, "agent", transcript)
+                finally:
+                    self._running -= 1
                 if transcript.error is not None:
                     run.emit("error", kind=transcript.error_kind, message=transcript.error)
+                    if not transcript.duration_ms:  # the time it really took, not 0
+                        took = (loop.time() - started) * 1000.0
+                        transcript = transcript.model_copy(update={"duration_ms": took})
                 return transcript.model_copy(update={"events": transcript.events + run.events})
 
     async def _measured(self, case: EvalCase, transcript: Transcript) -> Transcript:
@@ -287,7 +300,10 @@ class Dispatcher:
         except asyncio.TimeoutError:
             from pytest_llmeval.engine.judge import audit
 
-            problem = f"the judge timed out after {self.timeout_s:g}s"
+            problem = (
+                f"the judge timed out after {self.timeout_s:g}s (--llmeval-timeout covers the "
+                "model's answer and its judge: raise it, or lower --llmeval-judge-max-tokens)"
+            )
             audit("judge_error", [], problem)
             raise RunnerError(f"judge: {problem}", kind="timeout") from None
 
@@ -344,6 +360,23 @@ class _CaseClock:
     def message(self) -> str:
         text = f"timed out after {self.timeout_s:g}s"
         return text if self.runs == 1 else f"{text} (the timeout covers all {self.runs} repeats)"
+
+
+def timeout_advice(beside: int, concurrency: int) -> str:
+    """What a timed-out case's message adds: the options that decide it, and, when other cases
+    held a slot while it ran (``beside``), that a server answering one request at a time
+    queues them, so the time may have gone to waiting rather than to this answer."""
+    text = ": raise --llmeval-timeout, or lower --llmeval-max-tokens so each answer is shorter"
+    if beside < 1:
+        return text + (
+            f" (no other case of this process ran beside it, --llmeval-concurrency {concurrency})"
+        )
+    return text + (
+        f"; {beside} other case{'s' if beside > 1 else ''} ran beside it "
+        f"(--llmeval-concurrency {concurrency}): a server that answers one request at a time "
+        "(transformers serve, a one-slot llama.cpp) queues them, so much of this time may have "
+        "been spent waiting in its queue; try --llmeval-concurrency 1"
+    )
 
 
 def _settle(

@@ -161,7 +161,10 @@ def _no_answer(finish_reason: str | None) -> str | None:
     if finish_reason is None or finish_reason in ANSWERED:
         return None
     if finish_reason == "length":
-        return "the reply was cut off by the token limit"
+        return (
+            "the reply was cut off by the token limit (finish_reason length); raise "
+            "--llmeval-judge-max-tokens"
+        )
     if finish_reason == "content_filter":
         return "the reply was withheld by the judge's content filter (finish_reason content_filter)"
     return f"the judge gave no answer (finish_reason {clip(finish_reason, 80)})"

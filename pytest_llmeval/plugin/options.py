@@ -103,6 +103,11 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--llmeval-runner openai needs --llmeval-model NAME")
     values["deterministic"] = values["deterministic"] == "yes"
     values["extra_body"] = _json_object(values["extra_body"], "--llmeval-extra-body")
+    values["judge_extra_body"] = _json_object(
+        values["judge_extra_body"], "--llmeval-judge-extra-body"
+    )
+    if values["judge_max_tokens"] < 1:
+        raise pytest.UsageError("--llmeval-judge-max-tokens must be 1 or more")
     try:
         values["providers"] = parse_providers(values["providers"])
     except ValueError as exc:

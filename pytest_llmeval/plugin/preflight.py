@@ -12,6 +12,8 @@ session checks what every case would otherwise fail on one by one:
 * a manifest that asks for the runner's chat endpoint as a fallback (When2Call's
   ``loglik_fallback``) when the runner has none (it cannot generate, or it is an ``hf`` base
   model without a chat template);
+* an endpoint that gives no prompt log-probabilities when a selected case is scored by them
+  (:mod:`~pytest_llmeval.plugin.loglik_probe`: one probe request);
 * the judge runner (``--llmeval-judge-runner``) and an embedder named explicitly;
 * every gate (``--llmeval-gate``, and the ``gates:`` of the manifests whose cases were selected)
   parses (a manifest's is named by its ``path:line`` and entry), and names a collected suite
@@ -41,6 +43,7 @@ from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.loglik_probe import check_loglik_endpoint
 from pytest_llmeval.plugin.results import agent_fingerprint
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
@@ -93,6 +96,7 @@ def check(
                 fingerprint = agent_fingerprint(runner)
                 state.runner_model.settle(fingerprint)  # before a case is built
                 _check_chat_fallback(state, items, runner)
+                check_loglik_endpoint(config, state, items, runner, state.dispatcher.call)
             why = unpriced_at_start(state.settings, fingerprint)  # a cost budget it cannot price
             if why is not None:
                 raise pytest.UsageError(why)

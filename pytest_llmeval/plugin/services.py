@@ -9,7 +9,7 @@ the engine's :class:`~pytest_llmeval.engine.services.CaseServices` is handed
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,6 +39,8 @@ def judge_factory(
 
         registry = RunnerRegistry(limiter=limiter)
         config.hook.pytest_llmeval_register_runners(registry=registry)
+        if settings.judge_runner == "replay":
+            registry.register("replay", _judge_replay)
         try:
             runner = registry.create(judge_settings(settings), redact=redactor.value)
         except ConfigError as exc:
@@ -46,6 +48,15 @@ def judge_factory(
         return Judge(runner)
 
     return build
+
+
+def _judge_replay(settings: Settings) -> Any:
+    """The judge's replay runner: its recorded folder is chosen by ``--llmeval-judge-model``,
+    and an error choosing it says so."""
+    from pytest_llmeval.runners.replay import CassetteStore, ReplayRunner
+
+    store = CassetteStore(settings.cassettes)
+    return ReplayRunner(store, select=settings.replay_from, select_option="--llmeval-judge-model")
 
 
 def case_services(

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import (
     Loglik,
     LoglikRequest,
@@ -25,6 +26,16 @@ from pytest_llmeval.core.models import (
     _Model,
 )
 
+
+class NoLoglikelihood(RunnerError):
+    """The runner knows (a probe at the start asked) that its endpoint gives no prompt
+    log-probabilities, so it did not send: a case with a log-likelihood fallback asks its
+    question in chat instead; any other case is a ``protocol`` error with this message."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="protocol", retryable=False)
+
+
 __all__ = [
     "AgentEndpoint",
     "AgentResponse",
@@ -32,6 +43,7 @@ __all__ = [
     "GenerateRequest",
     "Loglik",
     "LoglikRequest",
+    "NoLoglikelihood",
     "Runner",
     "SupportsLoglikelihood",
 ]

@@ -165,15 +165,16 @@ class JsonHttp:
         self.backend = backend
 
     async def post_json(
-        self, url: str, body: Any, *, pass_statuses: Collection[int] = ()
+        self, url: str, body: Any, *, pass_statuses: Collection[int] = (), once: bool = False
     ) -> tuple[httpx.Response, float]:
         """POST ``body`` as JSON to ``url``; the response and the successful attempt's ms.
 
         The response is 2xx, or has a status listed in ``pass_statuses`` (handed back instead
         of raised, so the caller can react to it); any other outcome raises RunnerError.
+        ``once``: a single attempt, never retried (a probe of what the server can do).
         """
         client = await self._get_client()
-        attempts = 1 if self.deterministic else self.max_retries + 1
+        attempts = 1 if self.deterministic or once else self.max_retries + 1
         first_started = time.monotonic()
         where = public_url(url)
         breaker = getattr(self.limiter, "breaker", None)

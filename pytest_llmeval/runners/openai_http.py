@@ -64,7 +64,14 @@ from pytest_llmeval.core.models import Message, ToolCall, ToolSpec, Usage
 from pytest_llmeval.core.redact import mask_named, named_secrets, public_url, secret_values
 from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.limits import Limiter
-from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest
+from pytest_llmeval.runners.base import (
+    Completion,
+    GenerateRequest,
+    Loglik,
+    LoglikRequest,
+    NoLoglikelihood,
+)
+from pytest_llmeval.runners.endpoint_hints import field_sources, refusal_hint
 from pytest_llmeval.runners.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AsyncClosing,
@@ -81,6 +88,9 @@ __all__ = ["DEFAULT_BASE_URL", "OpenAIRunner", "openai_messages", "openai_tools"
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FIXED_SCORING_KEYS = ("model", "prompt", "echo", "logprobs", "max_tokens", "temperature")
+_REFUSALS = (400, 404, 422)
+"""Statuses whose error names its fix (:mod:`~pytest_llmeval.runners.endpoint_hints`)."""
+_PROBE = LoglikRequest(context="The sky is", continuation=" blue")
 
 
 class OpenAIRunner(AsyncClosing):
@@ -189,6 +199,9 @@ class OpenAIRunner(AsyncClosing):
         self._chat_url = _join(self.base_url, "/chat/completions")
         self._completions_url = _join(self.base_url, "/completions")
         self._max_tokens_zero_ok = True
+        self.no_loglik: str | None = None
+        """Set (to the reason) when the endpoint is known to give no prompt log-probabilities
+        (the session's probe, with a manifest's ``loglik_fallback``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, limiter: Limiter | None = None) -> OpenAIRunner:
@@ -261,7 +274,10 @@ class OpenAIRunner(AsyncClosing):
     async def generate(self, request: GenerateRequest) -> Completion:
         """One chat completion; faults raise :class:`RunnerError`."""
         body = self.chat_body(request)
-        response, elapsed_ms = await self._http.post_json(self._chat_url, body)
+        url = self._chat_url
+        response, elapsed_ms = await self._http.post_json(url, body, pass_statuses=_REFUSALS)
+        if response.status_code in _REFUSALS:
+            self._refused(url, response, body, request.params)
         return self._parse_chat(response, elapsed_ms)
 
     def _parse_chat(self, response: httpx.Response, elapsed_ms: float) -> Completion:
@@ -347,7 +363,11 @@ class OpenAIRunner(AsyncClosing):
     # -- log-likelihoods ----------------------------------------------------------------------
 
     async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
-        """Score each continuation given its context (see the module docs); in order."""
+        """Score each continuation given its context (see the module docs); in order. After
+        a probe found no prompt log-probabilities (:attr:`no_loglik`), nothing is sent:
+        :class:`NoLoglikelihood`."""
+        if self.no_loglik is not None:
+            raise NoLoglikelihood(self.no_loglik)
         semaphore = asyncio.Semaphore(self.loglik_concurrency)
 
         async def one(request: LoglikRequest) -> Loglik:
@@ -378,16 +398,48 @@ class OpenAIRunner(AsyncClosing):
 
     async def _loglik(self, request: LoglikRequest) -> Loglik:
         url = self._completions_url
-        if self._max_tokens_zero_ok:
-            response, _ = await self._http.post_json(
-                url, self.completions_body(request, 0), pass_statuses=(400, 422)
-            )
-            if response.status_code in (400, 422):
-                self._max_tokens_zero_ok = False
-                response, _ = await self._http.post_json(url, self.completions_body(request, 1))
-        else:
-            response, _ = await self._http.post_json(url, self.completions_body(request, 1))
+        body = self.completions_body(request, 0 if self._max_tokens_zero_ok else 1)
+        response, _ = await self._http.post_json(url, body, pass_statuses=_REFUSALS)
+        if self._max_tokens_zero_ok and response.status_code in (400, 422):
+            self._max_tokens_zero_ok = False
+            body = self.completions_body(request, 1)
+            response, _ = await self._http.post_json(url, body, pass_statuses=_REFUSALS)
+        if response.status_code in _REFUSALS:
+            self._refused(url, response, body)
         return self._parse_logprobs(request, response)
+
+    @property
+    def scoring_endpoint(self) -> str:
+        """The ``/completions`` URL log-likelihoods are asked at, without secrets."""
+        return public_url(self._completions_url, self._url_secrets)
+
+    async def probe_loglikelihood(self) -> str | None:
+        """Why ``/completions`` gives no prompt log-probabilities (``echo`` with ``logprobs``),
+        or ``None`` when it gives them or could not be asked (not reachable, timed out: the
+        cases then meet that fault themselves). One request, a second with ``max_tokens: 1``
+        when ``max_tokens: 0`` is refused (any 4xx/5xx); neither is retried. A server that
+        takes only ``max_tokens: 1`` gets it from every later call."""
+        url, failures = self._completions_url, []
+        for max_tokens in (0, 1) if self._max_tokens_zero_ok else (1,):
+            body = self.completions_body(_PROBE, max_tokens)
+            try:
+                response = await self._probe_post(url, body)
+            except RunnerError:
+                return None
+            if not response.is_success:
+                snippet = self._http.snippet(response)
+                failures.append(f"HTTP {response.status_code}{snippet} to max_tokens {max_tokens}")
+                continue
+            try:
+                self._parse_logprobs(_PROBE, response)
+            except RunnerError as exc:
+                failures.append(
+                    f"max_tokens {max_tokens} answered no usable log-probabilities: {exc}"
+                )
+                return "; ".join(failures)
+            self._max_tokens_zero_ok = max_tokens == 0
+            return None
+        return "; ".join(failures)
 
     def _parse_logprobs(self, request: LoglikRequest, response: httpx.Response) -> Loglik:
         where = self._completions_url
@@ -490,6 +542,40 @@ class OpenAIRunner(AsyncClosing):
             detail = error.get("message", error) if isinstance(error, dict) else error
             self._protocol_error(where, f"the server answered an error: {clip(str(detail), 200)}")
         return data
+
+    async def _probe_post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """A probe's POST: any status handed back, never retried, except a connection the
+        server dropped (after an HTTP 500 ``transformers serve`` closes it), sent once more."""
+        try:
+            response, _ = await self._http.post_json(
+                url, body, pass_statuses=range(400, 600), once=True
+            )
+        except RunnerError as exc:
+            if exc.kind != "connection" or not exc.retryable:
+                raise
+            response, _ = await self._http.post_json(
+                url, body, pass_statuses=range(400, 600), once=True
+            )
+        return response
+
+    def _refused(
+        self,
+        url: str,
+        response: httpx.Response,
+        body: Mapping[str, Any],
+        params: Mapping[str, Any] | None = None,
+    ) -> NoReturn:
+        """The error of a request the server refused (400, 404, 422), ended by its fix."""
+        where = public_url(url, self._url_secrets)
+        status = response.status_code
+        sources = field_sources(body, self.extra_body, params or ())
+        base = public_url(self.base_url, self._url_secrets)
+        hint = refusal_hint(status, self._http.redact(response.text), where, base, sources)
+        raise RunnerError(
+            self._http.say(where, f"HTTP {status}{self._http.snippet(response)}") + hint,
+            kind="http",
+            retryable=False,
+        )
 
     def _protocol_error(self, where: str, what: str) -> NoReturn:
         raise RunnerError(

@@ -295,10 +295,15 @@ class ReplayRunner:
     name = "replay"
 
     def __init__(
-        self, store: CassetteStore, select: str | None = None, model: str | None = None
+        self,
+        store: CassetteStore,
+        select: str | None = None,
+        model: str | None = None,
+        *,
+        select_option: str = "--llmeval-replay-from",
     ) -> None:
         self.store = store
-        self.folder = _select_folder(store, select, model)
+        self.folder = _select_folder(store, select, model, select_option)
         self.recorded_fingerprint = store.read_runner(self.folder)
         _check_model(self.folder, self.recorded_fingerprint, select, model)
         # the recorded runner's requests, judges' strict form included, are what replays
@@ -403,11 +408,15 @@ def _check_model(
     )
 
 
-def _select_folder(store: CassetteStore, select: str | None, model: str | None = None) -> Path:
-    how = (
-        "choose one with `--llmeval-replay-from <folder>` "
-        "(a folder name, a prefix of one, or a runner name)"
-    )
+def _select_folder(
+    store: CassetteStore,
+    select: str | None,
+    model: str | None = None,
+    option: str = "--llmeval-replay-from",
+) -> Path:
+    """The recorded folder ``select`` names, or ``model``'s when nothing is selected; ``option``
+    is the flag that gave ``select`` (the judge's replay is chosen by ``--llmeval-judge-model``)."""
+    how = f"choose one with `{option} <folder>` (a folder name, a prefix of one, or a runner name)"
     if not store.root.is_dir():
         raise ConfigError(f"replay: no cassette folder at {store.root}; {_RECORD_HINT}")
     folders = store.recorded()

@@ -101,7 +101,8 @@ def test_the_verdict_ladder_through_pytest(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3, errors=3)
     out = result.stdout.str()
     assert "j.golden.json:29: judge error: 'reason' is a required property" in out
-    assert "the reply was cut off by the token limit" in out
+    assert "the reply was cut off by the token limit (finish_reason length); raise " in out
+    assert "--llmeval-judge-max-tokens" in out
     assert "connection error: judge: judge down: connection refused" in out
     rows = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
     good = rows["good"]

@@ -29,11 +29,12 @@ failure messages, junit properties). It replaces with ``[REDACTED]``:
 :meth:`Redactor.argv` redacts a command line the same way, and also the value given to a
 secret-named option (``--token X``, ``--api-key=X``, ``-o api_key=X``).
 
-:func:`redact_logs` puts the session's redactor on the loggers of the HTTP clients (httpx logs
-every request's full URL, query credentials included), so pytest's captured logs, live logs
-and log files are redacted too.
+:func:`pytest_llmeval.core.log_redaction.redact_logs` puts the session's redactor on the
+loggers of the HTTP clients (httpx logs every request's full URL, query credentials included)
+and on pytest's own log handlers, so captured logs, live logs and log files are redacted too.
 
-:func:`find_leaks` then scans written files for those literal values; the plugin fails the
+:func:`find_leaks` then scans written files for those values, literal or encoded (the forms
+of :mod:`pytest_llmeval.core.secret_forms`, which the redactor masks too); the plugin fails the
 session when one is found (which only happens when something bypassed the redactor).
 """
 
@@ -43,13 +44,19 @@ import base64
 import functools
 import itertools
 import json
-import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+
+from pytest_llmeval.core.secret_forms import (
+    leak_pattern,
+    secret_anchors,
+    secrets_pattern,
+    shortest_form,
+)
 
 MASK = "[REDACTED]"
 TOKEN_PATTERNS = (
@@ -78,11 +85,19 @@ SECRET_PARAM_WORDS = frozenset(
 """A query parameter is a credential when one of the ``_.-~`` separated words of its name is
 one of these (``api_key``, ``x-amz-signature``, ``access_token``, ``sig``)."""
 SECRET_ENV_NAME = re.compile(
-    r"(TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|JWT(_V\d+)?)$",
+    r"(TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|JWT(_V\d+)?)$"
+    r"|(^|_)(KEY|PAT|AUTH|PASS)$|_PWD$",
     re.IGNORECASE,
 )
-"""An environment variable whose name ends like this holds a secret (``CI_JOB_TOKEN``,
-``CI_REGISTRY_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``, ``CI_JOB_JWT_V2``)."""
+"""An environment variable whose name ends like this holds a secret: ``…TOKEN``
+(``HF_TOKEN``, ``GITHUB_TOKEN``, ``CI_JOB_TOKEN``), ``…PASSWORD``/``…PASSWD``, ``…SECRET``,
+``…API_KEY``/``…APIKEY``, ``…ACCESS_KEY``, ``…PRIVATE_KEY``, ``…CREDENTIAL(S)``, ``…JWT``
+(``CI_JOB_JWT_V2``), and, as a whole word after ``_`` (or the whole name), ``KEY``
+(``AZURE_OPENAI_KEY``, ``OPENAI_KEY``, ``SERPAPI_KEY``, ``AWS_SECRET_ACCESS_KEY``), ``PAT``
+(``GITHUB_PAT``), ``AUTH`` (``NPM_AUTH``), ``PASS`` (``SMTP_PASS``) and ``PWD`` (``DB_PWD``; not
+``PWD`` or ``OLDPWD``, the working directory). Not ``MONKEY``, ``SSH_AUTH_SOCK``,
+``GIT_ASKPASS``, ``AWS_ACCESS_KEY_ID`` (an identifier) or ``KEY_FILE`` (a path's name). The
+value of such a variable is a secret unless it is harmless (:func:`secret_env_values`)."""
 MIN_SECRET_LENGTH = 8
 """Shorter values of the key variables are not treated as secrets: masking a short word
 everywhere would garble every report (and the leak check would find it in ordinary text)."""
@@ -92,11 +107,14 @@ secret-named variable or extra-body value): masking a short word everywhere woul
 every report, while such a value is still masked where its shape shows (user-info, key)."""
 PLACEHOLDER_KEYS = frozenset(
     {"ollama", "empty", "none", "null", "sk-no-key-required", "lm-studio", "not-needed",
-     "no-key", "dummy", "placeholder"}
+     "no-key", "dummy", "placeholder", "disabled", "required", "optional", "anonymous",
+     "kerberos"}
 )  # fmt: skip
 """Keys that local servers document as "any value works" (Ollama's ``ollama``, vLLM's
-``EMPTY``, llama.cpp's ``sk-no-key-required``, LM Studio's ``lm-studio``), in lower case:
-such a value is not a secret, and it appears in ordinary text (``ollama_smoke.golden.json``)."""
+``EMPTY``, llama.cpp's ``sk-no-key-required``, LM Studio's ``lm-studio``), and the switch
+words a secret-named variable can hold (``NPM_AUTH=disabled``, ``PROXY_AUTH=kerberos``), in
+lower case: such a value is not a secret, and it appears in ordinary text
+(``ollama_smoke.golden.json``, a gate's ``optional``)."""
 _TOKEN_PLACEHOLDERS = tuple(k for k in PLACEHOLDER_KEYS if re.fullmatch(TOKEN_PATTERNS[0], k))
 """The placeholders a token pattern would mask (``sk-no-key-required``)."""
 MIN_SEGMENT_LENGTH = 20
@@ -186,8 +204,10 @@ def is_secret_env_name(name: str) -> bool:
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of every secret-named environment variable (``CI_JOB_TOKEN`` …) that are
-    long enough to be secrets and are not a path that exists (``SSH_KEY=~/.ssh/id``)."""
+    """The values of every secret-named environment variable (:data:`SECRET_ENV_NAME`:
+    ``CI_JOB_TOKEN``, ``AZURE_OPENAI_KEY`` …) that are secrets: not a placeholder, a switch
+    word, a value under :data:`MIN_FOUND_SECRET_LENGTH` characters or a number or date
+    (:func:`is_placeholder`), and not a path that exists (``SSH_KEY=/home/me/.ssh/id``)."""
     env = os.environ if environ is None else environ
     values = {
         value
@@ -292,11 +312,22 @@ class Redactor:
 
     def __init__(self, patterns: Iterable[str] = (), secrets: Iterable[str] = ()):
         self.secrets = sorted(set(secrets), key=len, reverse=True)
-        parts = [*TOKEN_PATTERNS, *patterns, *(re.escape(s) for s in self.secrets)]
+        parts = [*TOKEN_PATTERNS, *patterns]
         self._pattern = re.compile("|".join(f"(?:{p})" for p in parts))
+        # each secret and its encodings (core/secret_forms), behind a fast substring test
+        self._secrets = re.compile(secrets_pattern(self.secrets)) if self.secrets else None
+        self._anchors = secret_anchors(self.secrets)
+        self._shortest = shortest_form(self.secrets)
 
     def text(self, text: str) -> str:
-        return self._pattern.sub(_mask_unless_placeholder, redact_text(text))
+        text = redact_text(text)
+        if (
+            self._secrets is not None
+            and len(text) >= self._shortest
+            and any(anchor in text for anchor in self._anchors)
+        ):
+            text = self._secrets.sub(MASK, text)
+        return self._pattern.sub(_mask_unless_placeholder, text)
 
     def argv(self, args: Sequence[str]) -> list[str]:
         """A command line redacted: every argument as :meth:`text` (URLs, tokens, secrets),
@@ -390,59 +421,25 @@ def redact_value(value: Any) -> Any:
     return value
 
 
-ECHOING_LOGGERS = (
-    "httpx",
-    "httpcore.connection",
-    "httpcore.http11",
-    "httpcore.http2",
-    "httpcore.proxy",
-    "httpcore.socks",
-)
-"""Loggers of the HTTP clients the runners use; ``httpx`` logs each request's URL at INFO."""
-
-
-class _LogRedaction(logging.Filter):
-    """Rewrites a record's message through the current session's redactor."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.redactor = Redactor()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):
-            return True  # a record that cannot be formatted is logging's own problem
-        redacted = self.redactor.text(message)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-_LOG_REDACTION = _LogRedaction()
-
-
-def redact_logs(redactor: Redactor) -> None:
-    """Redact what the HTTP clients log with ``redactor`` from now on (one filter per logger,
-    shared by every session of the process: the latest session's redactor is the one used)."""
-    _LOG_REDACTION.redactor = redactor
-    for name in ECHOING_LOGGERS:
-        logging.getLogger(name).addFilter(_LOG_REDACTION)  # no-op when already there
-
-
 def find_leaks(paths: Iterable[Path], secrets: Iterable[str]) -> list[Path]:
-    """The files (among ``paths``, folders searched recursively) that contain a secret value."""
-    needles = [s.encode("utf-8") for s in secrets if s]
-    if not needles:
+    """The files (among ``paths``, folders searched recursively) that contain a secret value,
+    literal or encoded (JSON-escaped, percent-encoded, base64, HTML-escaped: the forms the
+    redactor masks, :mod:`pytest_llmeval.core.secret_forms`)."""
+    pattern = leak_pattern(secrets)
+    if pattern is None:
         return []
     leaks: list[Path] = []
+    seen: set[Path] = set()  # a file named twice (a log file inside the run dir) is read once
     for path in paths:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for file in files:
+            if file in seen:
+                continue
+            seen.add(file)
             try:
                 data = file.read_bytes()
             except OSError:
                 continue
-            if any(needle in data for needle in needles):
+            if pattern.search(data):
                 leaks.append(file)
     return leaks

@@ -24,6 +24,10 @@ is the only one to change.
 * ``_pytest.config.findpaths.determine_setup``: how pytest picks its rootdir from the
   command line; a spaced ``--llmeval-resume PATH`` is one of the paths it looks at (the
   plugin's options are not known yet then), which can move the rootdir and so every node id.
+* ``LoggingPlugin.log_file_handler``, ``log_cli_handler``, ``caplog_handler`` and
+  ``report_handler`` (the plugin registered as ``logging-plugin``): the handlers pytest writes
+  ``--log-file``, live logs, captured logs and ``caplog`` with; the log redaction filter goes on
+  them, and the leak check reads the log file at its ``baseFilename`` (a hook may move it).
 * ``xdist.workermanage.parse_tx_spec_config`` and ``xdist.report.report_collection_diff``: the
   worker count and xdist's own message for workers that collected different items.
 """
@@ -32,6 +36,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +52,8 @@ __all__ = [
     "TerminalRepr",
     "fixture_closure",
     "fixture_info",
+    "log_file",
+    "logging_handlers",
     "progress_held",
     "resolved_fixture_defs",
     "reuse_fixture_defs",
@@ -164,3 +172,21 @@ def rootdir_without(config: pytest.Config, value: str) -> tuple[Path, Path] | No
     except Exception:  # pytest's own errors are reported by pytest; this is only a hint
         return None
     return (Path(chosen[0]), Path(other[0])) if chosen != other else None
+
+
+_LOG_HANDLERS = ("log_file_handler", "log_cli_handler", "caplog_handler", "report_handler")
+
+
+def logging_handlers(logging_plugin: object) -> list[logging.Handler]:
+    """The handlers of pytest's logging plugin (log file, live logs, captured logs, caplog)."""
+    handlers = (getattr(logging_plugin, name, None) for name in _LOG_HANDLERS)
+    return [h for h in handlers if isinstance(h, logging.Handler)]
+
+
+def log_file(config: pytest.Config) -> Path | None:
+    """The file pytest's ``--log-file`` (or ``log_file`` ini) handler writes, if any."""
+    plugin = config.pluginmanager.get_plugin("logging-plugin")
+    name = getattr(getattr(plugin, "log_file_handler", None), "baseFilename", None)
+    if not isinstance(name, str) or name == os.devnull:
+        return None
+    return Path(name)

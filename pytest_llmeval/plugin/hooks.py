@@ -13,7 +13,7 @@ import pytest
 
 from pytest_llmeval.config import settings
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
+from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight, session_files
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
@@ -88,6 +88,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_spending(config, state)
     if not hasattr(config, "workerinput"):  # the workers read what the controller checked
         state.check_support_files()
+
+
+def pytest_plugin_registered(plugin: object, plugin_name: str) -> None:
+    if plugin_name == "logging-plugin":  # an agent's logging reaches pytest's files masked
+        session_files.mask_logging(plugin)
 
 
 def _check_baseline_target(settings: settings.Settings) -> None:

@@ -23,6 +23,7 @@ from pytest_llmeval.plugin.interruption import Interruption, crashed_result, mer
 from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.selection import deselections_key
+from pytest_llmeval.plugin.session_files import written_files
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report import run_verdict, verdict
 from pytest_llmeval.report.baseline.file import BaselineCase, not_blessed, subset_of, write_baseline
@@ -389,7 +390,8 @@ class SessionReport:
     # -- leak check --------------------------------------------------------------------------
 
     def _leak_check(self, session: pytest.Session) -> None:
-        leaks = find_leaks(self._written_paths(), self.state.secrets)
+        written = written_files(self.state.config, self.state.settings, self.run_dir)
+        leaks = find_leaks(written, self.state.secrets)
         if leaks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -398,21 +400,6 @@ class SessionReport:
                 self.verdict.faults.append(Fault("leak", message))
                 if reporter is not None:
                     reporter.write_line(f"llmeval: {message}", red=True)
-
-    def _written_paths(self) -> list[Path]:
-        config = self.state.config
-        paths = [self.run_dir] if self.run_dir is not None else []
-        # junit, pytest-json-report, pytest-html, and the baseline this run wrote
-        for option in ("xmlpath", "json_report_file", "htmlpath"):
-            value = getattr(config.option, option, None)
-            if value and Path(value).is_file():
-                paths.append(Path(value))
-        settings = self.state.settings
-        if settings.update_baseline is not None and settings.update_baseline.exists():
-            paths.append(settings.update_baseline)
-        if settings.record is not None and settings.cassettes.is_dir():
-            paths.append(settings.cassettes)
-        return paths
 
     # -- terminal ----------------------------------------------------------------------------
 

@@ -24,13 +24,13 @@ import pytest
 from pytest_llmeval.config.settings import OPTIONS, Settings
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError, RunDirError
 from pytest_llmeval.core.fingerprint import sha256_hex
+from pytest_llmeval.core.log_redaction import redact_logs
 from pytest_llmeval.core.redact import (
     MIN_FOUND_SECRET_LENGTH,
     Redactor,
     is_placeholder,
     named_secrets,
     placeholder_names,
-    redact_logs,
     secret_env_values,
     secret_values,
     url_secrets,

@@ -38,8 +38,9 @@ answer's status, so a 429 slows down the whole session; waiting for it is not pa
 attempt's ``timeout_s`` or its measured time.
 
 Error messages name the URL without its user-info and query string and never contain a header
-value, a URL credential or any other string given in ``secrets``: server bodies quoted in them
-are redacted before they are cut short.
+value, a URL credential or any other string given in ``secrets``, literal or encoded
+(``core/secret_forms.py``): server bodies quoted in them are decoded (JSON escapes) and redacted
+before they are cut short.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import contextlib
 import functools
 import math
 import random
+import re
 import ssl
 import time
 from collections.abc import Collection, Iterable
@@ -62,6 +64,7 @@ from pytest_llmeval.core.aio import within
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError, RunnerError, RunnerErrorKind
 from pytest_llmeval.core.redact import public_url
+from pytest_llmeval.core.secret_forms import readable_body, secrets_pattern
 from pytest_llmeval.core.version import __version__
 from pytest_llmeval.limits import NULL_LIMITER, Limiter, estimate_tokens, usage_tokens
 from pytest_llmeval.runners import transport as transport_module
@@ -157,6 +160,8 @@ class JsonHttp:
         self.headers: dict[str, str] = dict(headers or {})
         found = set(secrets_of("", self.headers)) | {s for s in secrets if len(s) >= 4}
         self._secrets = sorted(found, key=len, reverse=True)
+        # each secret and its encoded forms (\/-escaped, %-encoded, base64, HTML), one pattern
+        self._pattern = re.compile(secrets_pattern(self._secrets)) if self._secrets else None
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random()
@@ -329,18 +334,17 @@ class JsonHttp:
         return self.redact(f"{self.label}: POST {where}: {what}")
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with every secret, literal or encoded, replaced by ``***``."""
+        return text if self._pattern is None else self._pattern.sub("***", text)
 
     @staticmethod
     def describe(exc: BaseException) -> str:
         return transport_module.describe(exc)
 
     def snippet(self, response: httpx.Response) -> str:
-        """The start of an error body; redacted before it is cut, so no secret half-shows."""
-        text = self.redact(response.text.strip())
+        """The start of an error body, decoded (a JSON body's ``\\/`` and ``\\u00xx``), then
+        redacted before it is cut, so no secret half-shows."""
+        text = self.redact(readable_body(response.text))
         if not text:
             return ""
         return f": {clip(text, _SNIPPET_CHARS)}"

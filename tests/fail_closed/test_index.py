@@ -249,6 +249,26 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_cost_budget_that_cannot_price_the_judge_is_a_usage_error",
         "test_a_model_first_named_by_a_case_that_cannot_be_priced_errs_that_case",
     ]),
+    # round 2: secrets
+    "a secret-named variable includes ..._KEY, ..._PAT, ..._AUTH; harmless ones stay shown": (
+        "secrets", [
+            "test_a_key_named_variable_is_a_secret_in_every_file",
+            "test_secret_named_variables",
+            "test_harmless_variables",
+            "test_harmless_values_stay_visible",
+        ]),
+    "an encoded echo of a secret is masked and looked for": ("secrets", [
+        "test_an_encoded_echo_is_masked_in_every_file",
+        "test_a_backends_escaped_error_body_is_masked",
+        "test_every_encoding_is_masked_and_found",
+    ]),
+    "the leak check reads every file the session writes; logs are masked at the source": (
+        "secrets", [
+            "test_the_log_file_is_masked_at_the_source",
+            "test_a_secret_in_the_log_file_fails_the_run_naming_the_file",
+            "test_a_log_record_is_masked_whole",
+            "test_the_leak_check_reads_every_file_pytest_and_its_plugins_write",
+        ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

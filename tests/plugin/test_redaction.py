@@ -160,7 +160,7 @@ def test_a_key_variable_name_is_shown_its_value_never() -> None:
 def test_the_http_client_logs_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from pytest_llmeval.core.redact import redact_logs
+    from pytest_llmeval.core.log_redaction import redact_logs
 
     redact_logs(Redactor(secrets=[SECRET]))
     try:

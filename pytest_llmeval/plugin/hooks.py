@@ -12,8 +12,9 @@ from typing import Any, TypeGuard
 import pytest
 
 from pytest_llmeval.config import settings
+from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight
+from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight, protocol_refusals
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
@@ -199,6 +200,7 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         state = node.config.stash[state_key]
         state.hand_to_worker(node.workerinput)
+        protocol_refusals.hand_to_worker(node.config, node.workerinput)
         sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
@@ -328,6 +330,14 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     finally:
         session.config.stash[session_key] = session
         session.config.stash[sigterm_key].defer()
+
+
+@pytest.hookimpl(tryfirst=True)  # as pytest's skip marks: before the case's agent is waited on
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if isinstance(item, EvalItem):
+        refused = protocol_refusals.mark_refusal(item.config, item.nodeid)
+        if refused is not None:  # a flaky mark: its reruns would keep only the last attempt
+            raise ConfigError(refused)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -36,6 +36,7 @@ import pytest
 
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
+from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.results import agent_fingerprint
@@ -79,6 +80,7 @@ def check(
         _check_gates(config, state, items)  # with no case selected too: never dropped
         if not items:
             return
+        protocol_refusals.check(config, items)  # --dist each, reruns: judged more than once
         if not config.option.collectonly:
             if _uses_own_runner(items):
                 runner = config.stash.get(_runner_key, None)  # built already by a resume

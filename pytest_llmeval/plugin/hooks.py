@@ -14,7 +14,14 @@ import pytest
 from pytest_llmeval.config import settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight, protocol_refusals
+from pytest_llmeval.plugin import (
+    case_reports,
+    hookspecs,
+    options,
+    preflight,
+    protocol_refusals,
+    running_marks,
+)
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
@@ -122,6 +129,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.limits.close()
         state.journal.close()
         state.release_run_dir()
+    running_marks.remove(config)
     handler = config.stash.get(sigterm_key, None)
     if handler is not None and handler.restore() is not None:
         _held_signal(config, handler.deferred)
@@ -201,6 +209,7 @@ class XdistHooks:
         state = node.config.stash[state_key]
         state.hand_to_worker(node.workerinput)
         protocol_refusals.hand_to_worker(node.config, node.workerinput)
+        running_marks.hand_to_worker(node.config, node.workerinput)
         sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
@@ -373,6 +382,8 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
             if worker is not None:
                 named.told = True
                 setattr(report, RUNNER_MODEL_REPORT, [worker, case.metadata[RUNNER_MODEL_KEY]])
+        if call.when == "call":
+            state.runahead.judged(item.nodeid)
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()

@@ -245,6 +245,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_pytest_randomly_changes_no_result",
         "test_a_pytest_timeout_is_the_cases_error",
     ]),
+    "a crashed worker is blamed on the case whose agent was running": ("protocol", [
+        "test_a_worker_killed_by_an_agent_running_ahead_blames_that_case",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

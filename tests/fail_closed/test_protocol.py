@@ -28,7 +28,7 @@ import pytest
 from tests.conftest import read_jsonl, run_outputs, write_json
 
 RUNNER = """
-import asyncio, os, signal
+import asyncio, os, signal, time
 from pathlib import Path
 
 from pytest_llmeval.core.models import Usage
@@ -53,6 +53,11 @@ class Counting:
         if text == os.environ.get("LLMEVAL_TEST_SLOW"):
             await asyncio.sleep(30)
         if text == os.environ.get("LLMEVAL_TEST_KILL_AHEAD"):
+            Path("ahead").write_text(str(os.getpid()))
+            for _ in range(300):  # until pytest is inside another case's call
+                if Path("pytest_on").exists():
+                    break
+                await asyncio.sleep(0.05)
             os.kill(os.getpid(), signal.SIGKILL)  # the agent kills its own process
         usage = Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
         return Completion(text=text, usage=usage)
@@ -63,6 +68,13 @@ class Counting:
 
 def pytest_llmeval_register_runners(registry):
     registry.register("counting", lambda settings: Counting())
+
+
+def pytest_runtest_call(item):
+    ahead = Path("ahead")
+    if ahead.exists() and ahead.read_text() == str(os.getpid()):  # this worker runs it ahead
+        Path("pytest_on").write_text(item.name)
+        time.sleep(60)  # pytest stays on this case until the agent ahead kills the worker
 """
 
 IDS = [f"c{i:02d}" for i in range(12)]
@@ -308,6 +320,46 @@ def test_a_pytest_timeout_is_the_cases_error(
     assert row["outcome"] == "error" and "Timeout" in row["error"]
     report = json.loads((pytester.path / "run" / "report.json").read_text())
     assert report["totals"]["errors"] == 1
+
+
+# -- a worker killed by an agent running ahead -----------------------------------------------
+
+
+def test_a_worker_killed_by_an_agent_running_ahead_blames_that_case(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``-n 2`` the hash scheduler's workers run agents ahead of pytest's item. c05's
+    agent kills its worker while pytest is inside another case's call: xdist blamed that case,
+    and both crashed results lost their category, so a gate on c05's category passed. Now
+    c05 is the error (``worker crashed``), in its category, the case pytest was on is judged
+    on the replacement worker, and the category's gate fails."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    monkeypatch.setenv("LLMEVAL_TEST_KILL_AHEAD", "c05")
+    gate = "golden.categories.odd.pass_rate>=0.7"  # odd: c01..c11, c07 misses; c05 errs
+    result = pytester.runpytest(
+        *BASE, "-n", "2", "--llmeval-run-dir", "run", "--llmeval-gate", gate
+    )
+    run = pytester.path / "run"
+    on = (pytester.path / "pytest_on").read_text()  # the case pytest was on: not c05
+    assert on != "c05"
+    rows = {r["case_id"]: r for r in read_jsonl(run / "results.jsonl")}
+    assert sorted(rows) == IDS
+    crashed = [i for i, r in rows.items() if r["outcome"] == "error"]
+    assert crashed == ["c05"]
+    assert rows["c05"]["error"].startswith("worker crashed")
+    assert rows[on]["outcome"] == ("failed" if on in MISSES else "passed")
+    assert {i: r["category"] for i, r in rows.items()} == {
+        i: "odd" if int(i[1:]) % 2 else "even" for i in IDS
+    }
+    assert _calls(pytester)["c05"] == 1  # the case that kills is not run again
+    report = json.loads((run / "report.json").read_text())
+    odd = report["suites"]["golden"]["categories"]["odd"]
+    assert (odd["passed"], odd["failed"], odd["errors"]) == (4, 1, 1)
+    assert {r["gate"]["name"]: r["status"] for r in report["gates"]["results"]} == {gate: "failed"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running '*::c05'*"])
+    assert f"crashed while running 'a.golden.json::{on}'" not in result.stdout.str()
 
 
 def _has_xdist() -> bool:

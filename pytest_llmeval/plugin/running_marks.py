@@ -106,7 +106,8 @@ def open_marks(config: pytest.Config, nodeids: Mapping[str, int], size: int) -> 
 def read(config: pytest.Config, workerid: str) -> bytes:
     """The controller, after ``workerid`` died: its mark of each test, by collection index
     (:data:`STARTED`, :data:`FINISHED`, :data:`JUDGED`; empty when it marked none)."""
-    folder = config.stash.get(_dir_key, None)
+    stash = getattr(config, "stash", None)  # a scheduler's stand-in config has none
+    folder = stash.get(_dir_key, None) if stash is not None else None
     if folder is None:
         return b""
     try:

@@ -21,7 +21,7 @@ import functools
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pytest_llmeval.core.aio import within
 from pytest_llmeval.core.case_context import case_run, case_scope
@@ -38,6 +38,14 @@ Job = tuple[EvalCase, Any, ToolBroker]
 
 JobLookup = Callable[[int], Job | None]
 """Given a position in the run order, the job there if it can start now (else ``None``)."""
+
+
+class RunningMarks(Protocol):
+    """Where the process notes whose agent runs now: read by someone else if it dies."""
+
+    def started(self, key: str) -> None: ...
+
+    def finished(self, key: str) -> None: ...
 
 
 class Dispatcher:
@@ -63,6 +71,7 @@ class Dispatcher:
         self._position: dict[str, int] = {}
         self._frontier = 0
         """Positions of the run order below this one have been considered for run-ahead."""
+        self._marks: RunningMarks | None = None
         self._lock = threading.Lock()
         self._tasks: set[asyncio.Future[Transcript]] = set()
         """Cases started on the loop and not finished (touched on the loop only)."""
@@ -140,8 +149,10 @@ class Dispatcher:
 
     # -- run order ---------------------------------------------------------------------------
 
-    def set_order(self, keys: Sequence[str]) -> None:
-        """The keys (node ids) of the cases this process will run, in the order it runs them."""
+    def set_order(self, keys: Sequence[str], marks: RunningMarks | None = None) -> None:
+        """The keys (node ids) of the cases this process will run, in the order it runs them;
+        ``marks`` is told as each case's agent starts and ends (a crash names the right case)."""
+        self._marks = marks
         self._order = list(keys)
         self._position = {key: i for i, key in enumerate(self._order)}
         self._frontier = 0
@@ -201,6 +212,16 @@ class Dispatcher:
             task.add_done_callback(functools.partial(_settle, future))
 
     async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
+        marks = self._marks
+        if marks is None:
+            return await self._runs(key, case, agent, broker)
+        marks.started(key)
+        try:
+            return await self._runs(key, case, agent, broker)
+        finally:
+            marks.finished(key)
+
+    async def _runs(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
         runs = self.services.repeats_for(case)
         clock = _CaseClock(self.timeout_s, runs)
         if runs == 1:

@@ -12,8 +12,17 @@ from typing import Any, TypeGuard
 import pytest
 
 from pytest_llmeval.config import settings
+from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.engine.agent import default_agent
-from pytest_llmeval.plugin import case_reports, hookspecs, options, preflight, session_files
+from pytest_llmeval.plugin import (
+    case_reports,
+    hookspecs,
+    options,
+    preflight,
+    protocol_refusals,
+    running_marks,
+    session_files,
+)
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
@@ -134,6 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.limits.close()
         state.journal.close()
         state.release_run_dir()
+    running_marks.remove(config)
     handler = config.stash.get(sigterm_key, None)
     if handler is not None and handler.restore() is not None:
         _held_signal(config, handler.deferred)
@@ -213,6 +223,8 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         state = node.config.stash[state_key]
         state.hand_to_worker(node.workerinput)
+        protocol_refusals.hand_to_worker(node.config, node.workerinput)
+        running_marks.hand_to_worker(node.config, node.workerinput)
         sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
@@ -349,6 +361,14 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         session.config.stash[sigterm_key].defer()
 
 
+@pytest.hookimpl(tryfirst=True)  # as pytest's skip marks: before the case's agent is waited on
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if isinstance(item, EvalItem):
+        refused = protocol_refusals.mark_refusal(item.config, item.nodeid)
+        if refused is not None:  # a flaky mark: its reruns would keep only the last attempt
+            raise ConfigError(refused)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     try:
@@ -382,6 +402,8 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
             if worker is not None:
                 named.told = True
                 setattr(report, RUNNER_MODEL_REPORT, [worker, case.metadata[RUNNER_MODEL_KEY]])
+        if call.when == "call":
+            state.runahead.judged(item.nodeid)
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal_stopped()

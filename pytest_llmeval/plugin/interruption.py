@@ -31,7 +31,7 @@ from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
 from pytest_llmeval.inputs.regular import not_regular
-from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalItem, display_path
+from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalFile, EvalItem, display_path
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.plugin.termination import Terminated
@@ -91,11 +91,15 @@ class WorkerStop:
             output[_WORKER_REASON] = stop_reason(excinfo.value)
 
 
-def crashed_result(nodeid: str, worker: str, suite: str, file: str) -> CaseResult:
-    """The error result of the case ``nodeid`` a crashed xdist ``worker`` was running."""
+def crashed_result(
+    nodeid: str, worker: str, suite: str, file: str, category: str | None = None
+) -> CaseResult:
+    """The error result of the case ``nodeid`` a crashed xdist ``worker`` was running (its
+    agent, maybe ahead of pytest's item); it keeps the case's ``category`` for the gates."""
     return CaseResult(
         case_id=nodeid.split("::", 1)[-1],
         suite=suite,
+        category=category,
         file=file,
         line=0,
         nodeid=nodeid,
@@ -121,6 +125,12 @@ class Interruption:
         """xdist: why workers stopped, when it was not a plain Ctrl-C (``sigterm`` ...)."""
         self._suites: dict[str, tuple[str, str]] = {}
         """File part of a node id -> (suite, data file), read once."""
+        self._categories: dict[str, dict[str, str | None]] = {}
+        """File part of a node id -> each case's category, collected once (after a crash)."""
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -166,6 +176,15 @@ class Interruption:
         if part not in self._suites:
             self._suites[part] = _file_suite(self.state.settings.rootdir / part, self.state)
         return self._suites[part]
+
+    def category_of(self, nodeid: str) -> str | None:
+        """The category of the case ``nodeid``, as its file's collection gives it (the xdist
+        controller collects nothing: its file is collected here, once, after a crash)."""
+        part = _file(nodeid)
+        if part not in self._categories:
+            path = self.state.settings.rootdir / part
+            self._categories[part] = _file_categories(self.session, path, self.state)
+        return self._categories[part].get(nodeid)
 
     def judge(
         self, session: pytest.Session, results: Sequence[CaseResult]
@@ -240,3 +259,17 @@ def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
         return "unknown", display
     suite = state.suites.claim(path, head) if head.strip() else None
     return (suite.name if suite is not None else "unknown"), display
+
+
+def _file_categories(
+    session: pytest.Session | None, path: Path, state: LLMEvalState
+) -> dict[str, str | None]:
+    """Node id -> category of each case of the eval file or manifest at ``path``, collected
+    as a worker collects it; empty when it cannot be."""
+    if session is None or not_regular(path):
+        return {}
+    try:
+        node = EvalFile.from_parent(session, path=path, state=state)
+        return {item.nodeid: item.category for item in node.collect() if isinstance(item, EvalItem)}
+    except Exception:  # a file that no longer collects: the crash is still reported
+        return {}

@@ -16,6 +16,7 @@ import pytest
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
+from pytest_llmeval.plugin import running_marks
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.tools.broker import ToolBroker
 
@@ -49,19 +50,30 @@ class RunAhead:
         self.settings = settings
         self.dispatcher = dispatcher
         self._order: list[Queued] = []
+        self._marks: running_marks.Marks | None = None
 
     def plan(
         self, items: list[pytest.Item], eval_items: Callable[[pytest.Item], TypeGuard[Queued]]
     ) -> None:
         """Work out which eval items (``eval_items(item)``) this process runs, in order, for
         the dispatcher."""
+        marks = None
         if hasattr(self.config, "workerinput"):
             indices = sharding.run_order(self.config, items)
             ordered = [items[i] for i in indices] if indices is not None else []
+            if indices:  # a crash names the case whose agent ran ahead, not pytest's item
+                where = {items[i].nodeid: i for i in indices}
+                marks = running_marks.open_marks(self.config, where, len(items))
         else:
             ordered = list(items)
         self._order = [i for i in ordered if eval_items(i) and i.runnable]
-        self.dispatcher.set_order([item.nodeid for item in self._order])
+        self._marks = marks
+        self.dispatcher.set_order([item.nodeid for item in self._order], marks)
+
+    def judged(self, nodeid: str) -> None:
+        """pytest made the call report of ``nodeid``: a crash after this does not run it again."""
+        if self._marks is not None:
+            self._marks.judged(nodeid)
 
     def transcript_for(self, item: Queued, agent: Any, broker: ToolBroker) -> Transcript:
         """The transcript of ``item``'s case, run by ``agent`` with ``broker`` (its fixtures'

@@ -39,6 +39,7 @@ import pytest
 from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
+from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
 from pytest_llmeval.plugin.collect import EvalItem
@@ -86,6 +87,7 @@ def check(
         _check_gates(config, state, items)  # with no case selected too: never dropped
         if not items:
             return
+        protocol_refusals.check(config, items)  # --dist each, reruns: judged more than once
         if not config.option.collectonly:
             _check_budget(config)  # a resume whose earlier attempts spent it: nothing to build
             fingerprint = None

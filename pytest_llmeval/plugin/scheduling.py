@@ -50,6 +50,7 @@ from pytest_llmeval.core.shards import (
     stable_hash,
     worker_of,
 )
+from pytest_llmeval.plugin import running_marks
 from pytest_llmeval.plugin.compat import xdist_collection_diff, xdist_worker_count
 
 __all__ = [
@@ -201,6 +202,18 @@ class _Node(Protocol):
     def shutdown(self) -> None: ...
 
 
+def _culprit(marks: bytes, pending: Sequence[int]) -> int:
+    """The position in ``pending`` of the test a dead node is blamed for: the first whose agent
+    it was running (``marks``: :mod:`~pytest_llmeval.plugin.running_marks`), else the item
+    pytest was on (the first)."""
+    running = running_marks.STARTED
+    return next((at for at, i in enumerate(pending) if i < len(marks) and marks[i] == running), 0)
+
+
+def _judged(marks: bytes, index: int) -> bool:
+    return index < len(marks) and marks[index] == running_marks.JUDGED
+
+
 def _node_order(node: _Node) -> tuple[int, int, str]:
     workerid = str(node.gateway.id)
     index = _worker_index(workerid)
@@ -220,7 +233,9 @@ class HashScheduling:
     can compute the same list themselves (:func:`run_order`).
 
     Crash handling (the EachScheduling way): when a node dies, :meth:`remove_node` returns the
-    item it was running (its first pending one) and keeps the rest, in their order, for the
+    test it is blamed for, the one whose agent it was running ahead
+    (:mod:`~pytest_llmeval.plugin.running_marks`), else the item pytest was on (its first
+    pending one), and keeps the rest, in their order (less an item pytest had judged), for the
     next node that joins; xdist starts such a replacement unless ``--max-worker-restart`` is
     exhausted, in which case it stops the session, as it does for its own schedulers. The
     remainder is never spread over the surviving workers: they were told to shut down when they
@@ -322,7 +337,10 @@ class HashScheduling:
         if not pending:
             return None
         assert self.collection is not None
-        crashitem = self.collection[pending.pop(0)]
+        marks = running_marks.read(self.config, str(node.gateway.id))
+        crashitem = self.collection[pending.pop(_culprit(marks, pending))]
+        if pending and _judged(marks, pending[0]):
+            pending.pop(0)  # the item pytest was on has its result: not judged twice
         if pending:
             self._last_remainder = pending
             self._orphans.append(pending)

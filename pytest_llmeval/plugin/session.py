@@ -142,7 +142,8 @@ class SessionReport:
             )
             return
         suite, file = self.interruption.suite_of(crashitem)
-        result = crashed_result(crashitem, str(worker), suite, file)
+        category = self.interruption.category_of(crashitem)
+        result = crashed_result(crashitem, str(worker), suite, file, category)
         data = self.state.redactor.value(result.model_dump(mode="json"))
         self.state.journal.append(data, None)
         self.state.records.put(report, CaseRecord(data, None))

@@ -269,6 +269,25 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
             "test_a_log_record_is_masked_whole",
             "test_the_leak_check_reads_every_file_pytest_and_its_plugins_write",
         ]),
+    # round 2: protocol
+    "every xdist distribution mode judges each case once": ("protocol", [
+        "test_dist_each_is_refused_before_any_case",
+        "test_dist_each_stays_for_plain_tests",
+        "test_every_other_dist_mode_judges_each_case_once_as_one_process_does",
+    ]),
+    "reruns are repeats, not second chances": ("protocol", [
+        "test_reruns_on_the_command_line_or_in_the_ini_are_refused",
+        "test_reruns_stay_for_plain_tests",
+        "test_a_flaky_mark_on_an_eval_case_is_that_cases_error",
+        "test_the_flaky_plugin_is_refused_alike",
+        "test_pytest_repeat_count_judges_each_eval_case_once",
+        "test_the_order_of_the_items_changes_no_result",
+        "test_pytest_randomly_changes_no_result",
+        "test_a_pytest_timeout_is_the_cases_error",
+    ]),
+    "a crashed worker is blamed on the case whose agent was running": ("protocol", [
+        "test_a_worker_killed_by_an_agent_running_ahead_blames_that_case",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -379,6 +379,30 @@ def test_crash_returns_running_item_and_replacement_gets_the_rest() -> None:
     assert sched.remove_node(gw2) is None
 
 
+@pytest.mark.parametrize("judged", [False, True])
+def test_a_crash_is_blamed_on_the_agent_running_ahead(
+    monkeypatch: pytest.MonkeyPatch, judged: bool
+) -> None:
+    """The worker's running marks say whose agent ran: that test is blamed; the item pytest
+    was on goes to the replacement, unless pytest had judged it already."""
+    from pytest_llmeval.plugin import running_marks
+
+    sched, nodes, _ = _start(2)
+    gw1 = nodes[1]
+    pending = list(sched.node2pending[gw1])
+    marks = bytearray(len(IDS))
+    marks[pending[0]] = running_marks.JUDGED if judged else running_marks.FINISHED
+    marks[pending[2]] = running_marks.STARTED  # ahead of pytest's item
+    monkeypatch.setattr(running_marks, "read", lambda config, workerid: bytes(marks))
+    assert sched.remove_node(gw1) == IDS[pending[2]]
+    gw2 = FakeNode("gw2")
+    sched.add_node(gw2)
+    sched.add_node_collection(gw2, IDS)
+    sched.schedule()
+    rest = [i for i in pending if i != pending[2]]
+    assert gw2.calls == _expected_calls(rest[1:] if judged else rest)
+
+
 @pytest.mark.usefixtures("xdist_installed")
 def test_crash_item_rescheduled_with_mark_test_pending() -> None:
     sched, nodes, _ = _start(2)

@@ -348,6 +348,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     line = state.limits.summary() if state is not None else None
     if line is not None:
         terminalreporter.write_line(line)
+    if state is not None:  # a synchronous agent blocked past its timeout: abandoned at exit
+        line = state.dispatcher.agent_threads.blocked_line(state.settings.timeout)
+        if line is not None:
+            terminalreporter.write_line(line, yellow=True)
 
 
 @pytest.hookimpl(wrapper=True)

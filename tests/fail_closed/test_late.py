@@ -10,8 +10,13 @@ reader of the record.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
+from tests.conftest import read_jsonl, write_json
 from tests.fail_closed.test_interrupt import IDS
 from tests.fail_closed.test_recorded import _command, _golden, _manifest_verdict, _page_verdict
 
@@ -68,3 +73,62 @@ def test_a_hook_that_raises_after_the_run_dir_leaves_it_red(
     # summarize cannot see why the process ended so: it keeps it
     assert _command(pytester.path, "summarize", "out/late").returncode == 1
     assert _manifest_verdict(run)["status"] == "failed"
+
+
+BLOCKING_AGENT = """
+import socket, time
+
+import pytest
+
+
+class Blocking:
+    def run(self, case, broker):
+        if case.case_id == "sleeps":
+            time.sleep(3600)
+        if case.case_id == "reads":
+            left, right = socket.socketpair()
+            left.recv(1)  # nothing ever arrives
+        return case.case_id
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Blocking()
+"""
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_blocked_synchronous_agent_never_hangs_the_process(
+    pytester: pytest.Pytester, workers: str
+) -> None:
+    """Two synchronous agents' calls block forever (a sleep, a socket read): their cases time
+    out and err, every report is written, one line names them, and the process exits 1
+    instead of waiting for their threads."""
+    if workers != "0":
+        pytest.importorskip("xdist")
+    pytester.makeconftest(BLOCKING_AGENT)
+    cases = [{"id": i, "input": i, "expected_output": i} for i in ("ok", "sleeps", "reads")]
+    write_json(pytester, "qa.golden.json", cases)
+    args = [
+        sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", workers,
+        "--llmeval-timeout=1", "--llmeval-run-dir=out/blocked", "--junitxml=junit.xml",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            args, cwd=pytester.path, capture_output=True, text=True, timeout=90,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the process hung after its cases timed out: {exc.stdout!r}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    run = pytester.path / "out/blocked"
+    outcomes = {r["case_id"]: r["outcome"] for r in read_jsonl(run / "results.jsonl")}
+    assert outcomes == {"ok": "passed", "sleeps": "error", "reads": "error"}
+    assert _manifest_verdict(run)["status"] == "failed"
+    assert (pytester.path / "junit.xml").is_file()
+    if workers == "0":  # the line is the process's own (an xdist worker's output is not shown)
+        assert (
+            "llmeval: 2 synchronous agent call(s) still blocked after --llmeval-timeout=1s were "
+            "abandoned (the process exits without them): qa.golden.json::reads, "
+            "qa.golden.json::sleeps"
+        ) in done.stdout, done.stdout

@@ -236,6 +236,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a blocked synchronous agent never hangs the process": ("late", [
         "test_a_blocked_synchronous_agent_never_hangs_the_process",
     ]),
+    "SIGHUP is handled like SIGTERM": ("late", [
+        "test_sighup_is_handled_as_sigterm",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -11,13 +11,23 @@ reader of the record.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import read_jsonl, write_json
-from tests.fail_closed.test_interrupt import IDS
+from tests.fail_closed.test_interrupt import (
+    BASE,
+    IDS,
+    _all_written,
+    _gates,
+    _interrupted,
+    _outcomes,
+    _project,
+    _signalled,
+)
 from tests.fail_closed.test_recorded import _command, _golden, _manifest_verdict, _page_verdict
 
 LATE_ERRORS = {
@@ -132,3 +142,32 @@ def test_a_blocked_synchronous_agent_never_hangs_the_process(
             "abandoned (the process exits without them): qa.golden.json::reads, "
             "qa.golden.json::sleeps"
         ) in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_sighup_is_handled_as_sigterm(pytester: pytest.Pytester, workers: str) -> None:
+    """A closing terminal or ssh session sends SIGHUP to the whole process group: every report
+    is written, ``interrupted.reason`` is ``sighup``, the exit status is 2, and resume
+    finishes the rest."""
+    if workers != "0":
+        pytest.importorskip("xdist")
+    _project(pytester)
+    done, _ = _signalled(
+        pytester, signal.SIGHUP, *BASE, "-n", workers, "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.skipped==0", group=True,
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
+    _all_written(run)
+    ran = _outcomes(run)
+    assert "c10" not in ran and len(ran) < 30
+    assert _gates(run) == {"golden.skipped==0": "partial"}
+    interrupted, in_manifest = _interrupted(run)
+    assert interrupted == in_manifest == {
+        "reason": "sighup", "cases_run": len(ran), "cases_total": 30,
+    }  # fmt: skip
+
+    resumed = pytester.runpytest(*BASE, "--llmeval-resume", str(run))
+    assert resumed.ret == pytest.ExitCode.TESTS_FAILED  # the 12 misses
+    assert sorted(_outcomes(run)) == IDS
+    assert _interrupted(run) == (None, None)

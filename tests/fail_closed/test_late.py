@@ -10,13 +10,20 @@ reader of the record.
 
 from __future__ import annotations
 
+import builtins
+import errno
+import io
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_llmeval.__main__ import main as cli
+from pytest_llmeval.commands import runs
 from tests.conftest import read_jsonl, write_json
 from tests.fail_closed.test_interrupt import (
     BASE,
@@ -171,3 +178,74 @@ def test_sighup_is_handled_as_sigterm(pytester: pytest.Pytester, workers: str) -
     assert resumed.ret == pytest.ExitCode.TESTS_FAILED  # the 12 misses
     assert sorted(_outcomes(run)) == IDS
     assert _interrupted(run) == (None, None)
+
+
+def _deny_inside(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Everything inside ``folder`` raises ``PermissionError``, as a folder with mode 000 does
+    for a user who is not root (CI runs the tests as root, which ``chmod`` does not stop)."""
+    base = os.path.abspath(folder)
+
+    def guarded(real: Any, *, listing: bool = False) -> Any:
+        def call(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(path, (str, os.PathLike)):
+                where = os.path.abspath(os.fsdecode(path))
+                if where.startswith(base + os.sep) or (listing and where == base):
+                    raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    for name in ("stat", "lstat", "open"):
+        monkeypatch.setattr(os, name, guarded(getattr(os, name)))
+    for name in ("scandir", "listdir"):
+        monkeypatch.setattr(os, name, guarded(getattr(os, name), listing=True))
+    monkeypatch.setattr(builtins, "open", guarded(builtins.open))
+    monkeypatch.setattr(io, "open", guarded(io.open))
+
+
+def test_runs_and_compare_survive_an_unreadable_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under the output root: a run dir that cannot be read at all (mode 000), one whose
+    manifest.json is a folder, one whose manifest is a FIFO, a FIFO, a dangling link, and
+    ``latest`` pointing at the unreadable one. ``runs`` lists each of them in one line, lists
+    the readable run, and exits 1; ``compare`` with the unreadable run is one line, exit 2."""
+    _golden(pytester, IDS[:3])
+    for name in ("good", "locked", "manifest-folder", "manifest-fifo"):
+        result = pytester.runpytest(
+            "-p", "no:randomly", "--llmeval-runner", "echo", f"--llmeval-run-dir=out/{name}"
+        )
+        assert result.ret == pytest.ExitCode.OK
+    out = pytester.path / "out"
+    (out / "manifest-folder/manifest.json").unlink()
+    (out / "manifest-folder/manifest.json").mkdir()
+    (out / "manifest-fifo/manifest.json").unlink()
+    os.mkfifo(out / "manifest-fifo/manifest.json")
+    os.mkfifo(out / "a-fifo")
+    (out / "dangling").symlink_to(pytester.path / "nowhere")
+    (out / "latest").symlink_to("locked")
+    capsys.readouterr()
+    _deny_inside(monkeypatch, out / "locked")
+
+    assert runs.main(out) == 1
+    listed = capsys.readouterr()
+    assert "Traceback" not in listed.out + listed.err
+    lines = {line.split("  ")[0]: line for line in listed.out.splitlines() if "  " in line}
+    assert "locked  unreadable: cannot be read: Permission denied (.llmeval-run)" in lines["locked"]
+    assert "broken: manifest.json" in lines["manifest-folder"]
+    assert "broken: manifest.json: not a regular file" in lines["manifest-fifo"]
+    assert "foreign" in lines["a-fifo"] and "foreign" in lines["dangling"]
+    assert any("  good  echo  3 cases  passed" in line for line in listed.out.splitlines())
+    assert listed.out.splitlines()[-1] == "1 run dir(s) under " + str(out) + ", 3 unreadable"
+
+    code = cli(["compare", str(out / "good"), str(out / "locked"), "--out", "cmp"])
+    said = capsys.readouterr()
+    assert code == 2 and "Traceback" not in said.out + said.err
+    assert said.err.strip() == (
+        f"pytest_llmeval compare: {out / 'locked'}: cannot be read: Permission denied "
+        f"({out / 'locked/manifest.json'}); give a run dir this user can read"
+    )
+    for shape in ("manifest-folder", "manifest-fifo"):
+        code = cli(["compare", str(out / "good"), str(out / shape), "--out", "cmp"])
+        said = capsys.readouterr()
+        assert code == 2 and said.err.count("\n") == 1 and "manifest.json" in said.err

@@ -74,6 +74,8 @@ class SigtermHandler:
     def _take(self, signum: int) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
+        if signum not in self._previous and signal.getsignal(signum) == signal.SIG_IGN:
+            return  # ignored on purpose (``nohup``, a background job): it stays ignored
         previous = signal.signal(signum, self._handle)
         if signum not in self._previous:  # None: not Python's
             self._previous[signum] = signal.SIG_DFL if previous is None else previous

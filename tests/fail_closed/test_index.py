@@ -238,6 +238,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     ]),
     "SIGHUP is handled like SIGTERM": ("late", [
         "test_sighup_is_handled_as_sigterm",
+        "test_a_signal_ignored_on_purpose_stays_ignored",
     ]),
     "runs and compare survive a folder they cannot read": ("late", [
         "test_runs_and_compare_survive_an_unreadable_folder",

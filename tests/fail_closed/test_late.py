@@ -24,6 +24,7 @@ import pytest
 
 from pytest_llmeval.__main__ import main as cli
 from pytest_llmeval.commands import runs
+from pytest_llmeval.plugin.termination import SigtermHandler
 from tests.conftest import read_jsonl, write_json
 from tests.fail_closed.test_interrupt import (
     BASE,
@@ -249,3 +250,20 @@ def test_runs_and_compare_survive_an_unreadable_folder(
         code = cli(["compare", str(out / "good"), str(out / shape), "--out", "cmp"])
         said = capsys.readouterr()
         assert code == 2 and said.err.count("\n") == 1 and "manifest.json" in said.err
+
+
+def test_a_signal_ignored_on_purpose_stays_ignored() -> None:
+    """``nohup pytest ...`` ignores SIGHUP so that the run outlives the terminal: the plugin
+    does not take it over (nor SIGTERM or SIGINT when they are ignored)."""
+    handler = SigtermHandler()
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        handler.install()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        handler.defer()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        handler.restore()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        handler.restore()
+        signal.signal(signal.SIGHUP, before)

@@ -121,7 +121,14 @@ def _read(path: Path) -> RunOutcomes:
         raise CompareError(f"{path}: no such run dir")
     if not path.is_dir():
         raise CompareError(f"{path}: is not a folder; give a run dir")
-    return read_outcomes(path)
+    try:
+        return read_outcomes(path)
+    except OSError as exc:  # a folder without read permission, an I/O error: one line
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise CompareError(
+            f"{path}: cannot be read: {exc.strerror or exc}{where}; give a run dir this user "
+            "can read"
+        ) from None
 
 
 def _check_out(out: Path) -> None:

@@ -8,7 +8,8 @@ newest run) and hidden entries are skipped.
 
 Exit status: 0 when every run dir under the root was read (an empty root too, and folders
 that are not run dirs do not count against it); 1 when a run dir could not be read (broken
-or unfinished); 2 when the root is missing or is not a folder.
+or unfinished) or an entry could not even be looked at (``unreadable``: a folder without
+read permission; the rest is still listed); 2 when the root is missing or is not a folder.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Listing:
         dirs, and run dirs in use, are not counted."""
         return [
             e for e in self.entries
-            if isinstance(e, ListedEntry) and e.kind in ("broken", "unfinished")
+            if isinstance(e, ListedEntry) and e.kind in ("broken", "unfinished", "unreadable")
         ]  # fmt: skip
 
 
@@ -101,10 +102,16 @@ def list_runs(root: Path) -> Listing:
     for child in children:
         if child.name == LATEST or child.name.startswith("."):
             continue
-        entry = _entry(child)
+        try:
+            entry = _entry(child)
+        except OSError as exc:  # a folder without read permission, an I/O error: one line
+            entry = _unreadable(child, exc)
         found.append((_when(child, entry), entry))
     found.sort(key=lambda pair: (pair[0], pair[1].name), reverse=True)
-    pointed = resolve_latest(root / LATEST)
+    try:
+        pointed = resolve_latest(root / LATEST)
+    except OSError:  # at a run dir that cannot be read: listed as such, no pointer shown
+        pointed = None
     return Listing(root, [entry for _, entry in found], pointed.name if pointed else None)
 
 
@@ -152,6 +159,17 @@ def _entry(path: Path) -> RunSummary | ListedEntry:
     except (RunDirError, OSError) as exc:
         return ListedEntry(name=name, kind="broken", message=_one_line(str(exc), path))
     return run_summary(run)
+
+
+def _unreadable(path: Path, exc: OSError) -> ListedEntry:
+    """An entry that could not even be looked at; counted as a run dir that cannot be read."""
+    where = f" ({_one_line(str(exc.filename), path)})" if exc.filename else ""
+    return ListedEntry(
+        name=path.name,
+        kind="unreadable",
+        message=f"cannot be read: {exc.strerror or exc}{where}; give this user read access "
+        "to it, or move it out of the output root",
+    )
 
 
 def _in_use(run_dir: Path) -> bool:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import math
@@ -34,6 +33,7 @@ from pytest_llmeval.core.models import (
     Transcript,
     Usage,
 )
+from pytest_llmeval.engine.agent_threads import AgentThreads
 from pytest_llmeval.engine.judge import AUDIT_REPLY_CHARS
 from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.runners.base import (
@@ -298,8 +298,17 @@ def default_agent(runner: Runner | AgentEndpoint) -> LoopAgent | EndpointAgent:
     return EndpointAgent(runner)
 
 
-async def run_agent(agent: Any, case: EvalCase, broker: ToolBroker) -> Transcript:
-    """Run a user's or built-in agent on one case; faults are raised, not swallowed."""
+async def run_agent(
+    agent: Any,
+    case: EvalCase,
+    broker: ToolBroker,
+    threads: AgentThreads | None = None,
+    label: str | None = None,
+) -> Transcript:
+    """Run a user's or built-in agent on one case; faults are raised, not swallowed. A
+    synchronous agent runs on one of ``threads`` (daemon threads, named by the case), so one
+    blocked past its timeout never keeps the process alive (``label``, the case's node id by
+    default its id, names it)."""
     call = getattr(agent, "run", agent)
     if not callable(call):
         raise TypeError(
@@ -309,7 +318,8 @@ async def run_agent(agent: Any, case: EvalCase, broker: ToolBroker) -> Transcrip
     if inspect.iscoroutinefunction(call):
         result = await call(case, broker)
     else:
-        result = await asyncio.to_thread(call, case, broker)
+        pool = threads if threads is not None else AgentThreads()
+        result = await pool.run(label or case.case_id, call, case, broker)
         if inspect.isawaitable(result):
             result = await result
     return to_transcript(result, case, (time.perf_counter() - start) * 1000)

@@ -28,6 +28,7 @@ from pytest_llmeval.core.case_context import case_run, case_scope
 from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import EvalCase, Judgement, Transcript, Usage
 from pytest_llmeval.engine.agent import run_agent
+from pytest_llmeval.engine.agent_threads import AgentThreads
 from pytest_llmeval.engine.services import CaseServices
 from pytest_llmeval.tools.broker import ToolBroker
 
@@ -78,6 +79,9 @@ class Dispatcher:
         self._running = 0
         """Runs holding a slot now (touched on the loop only): a timed-out run's message
         says how many ran beside it."""
+        self.agent_threads = AgentThreads()
+        """Where synchronous agents run: daemon threads, so one blocked past its timeout
+        never keeps the process alive (:meth:`AgentThreads.running` names them)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -267,7 +271,8 @@ class Dispatcher:
                 transcript: Transcript | None = None
                 try:
                     left = clock.left()
-                    transcript = await within(run_agent(agent, case, broker), left)
+                    ran = run_agent(agent, case, broker, self.agent_threads, key)
+                    transcript = await within(ran, left)
                     if case.similarity_reference is not None and transcript.error is None:
                         left = clock.left()
                         transcript = await within(self._measured(case, transcript), left)

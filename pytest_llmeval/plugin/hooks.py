@@ -29,6 +29,7 @@ from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
+from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, workers_disagree
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
@@ -84,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         report = SessionReport(state, Interruption(state))
         config.stash[session_report_key] = report
+        config.stash[late_exit_key] = report  # kept past unconfigure: the last record
         config.pluginmanager.register(report, "llmeval-report")
         config.pluginmanager.register(report.interruption, "llmeval-interruption")
         config.pluginmanager.register(JsonReportSection(report), "llmeval-json-report")
@@ -132,7 +134,33 @@ def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
         config.pluginmanager.register(progress, "llmeval-progress")
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> Any:
+    """The run dir's record follows the status the process ends with, also when an error
+    leaves pytest after the session (a ``pytest_terminal_summary`` that raised)."""
+    try:
+        status = yield
+    except BaseException as exc:
+        note_error(config, exc)
+        raise
+    settle(config, status)
+    return status
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> Any:
+    """This plugin's clean-up and the run's last record, after every other implementation
+    and also when one of them raised (pluggy skips the rest; the process exits 1)."""
+    try:
+        return (yield)
+    except BaseException as exc:
+        note_error(config, exc)
+        raise
+    finally:
+        _unconfigure(config)
+
+
+def _unconfigure(config: pytest.Config) -> None:
     if config.stash.get(_frozen_key, False):  # a process that goes on collects them again
         gc.unfreeze()
     state = config.stash.get(state_key, None)
@@ -142,11 +170,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.dispatcher.close()
         state.limits.close()
         state.journal.close()
-        state.release_run_dir()
     running_marks.remove(config)
     handler = config.stash.get(sigterm_key, None)
     if handler is not None and handler.restore() is not None:
         _held_signal(config, handler.deferred)
+    settle(config)  # what another plugin or a held signal changed: recorded as pytest ends
+    if state is not None:
+        state.release_run_dir()
     report = config.stash.get(session_report_key, None)
     if report is not None:
         config.pluginmanager.unregister(report)
@@ -349,6 +379,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     line = state.limits.summary() if state is not None else None
     if line is not None:
         terminalreporter.write_line(line)
+    if state is not None:  # a synchronous agent blocked past its timeout: abandoned at exit
+        line = state.dispatcher.agent_threads.blocked_line(state.settings.timeout)
+        if line is not None:
+            terminalreporter.write_line(line, yellow=True)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,10 +2,10 @@
 
 :class:`Interruption` (registered where results arrive: the controller, or a run without
 xdist) notes the eval cases the session was to run and why it stopped early, if it did:
-``-x``/``--maxfail``, Ctrl-C, SIGTERM (:mod:`pytest_llmeval.plugin.termination`), ``pytest.exit()``
-or a spent budget. At the end, :meth:`Interruption.judge` compares those cases with the
-results that arrived: a run in which some case has no result, or a budget skipped some, was
-cut short, whatever the reason (xdist giving up on crashed workers leaves cases unrun too).
+``-x``/``--maxfail``, Ctrl-C, SIGTERM or SIGHUP (:mod:`pytest_llmeval.plugin.termination`),
+``pytest.exit()`` or a spent budget. At the end, :meth:`Interruption.judge` compares those cases
+with the results that arrived: a run in which some case has no result, or a budget skipped some,
+was cut short, whatever the reason (xdist giving up on crashed workers leaves cases unrun too).
 The report and manifest then carry ``interrupted`` and the cases left out are counted in the
 report's ``deselected``, so every gate that held is ``partial`` (``report.gates``).
 
@@ -65,7 +65,7 @@ def stop_reason(exc: BaseException) -> str:
     stopped in their text: ``-x``/``--maxfail``, a journal that could not be written, a
     worker's Ctrl-C; a plain ``KeyboardInterrupt`` is Ctrl-C."""
     if isinstance(exc, Terminated):
-        return "sigterm"
+        return exc.reason
     if isinstance(exc, pytest.exit.Exception):
         return "exit"
     if type(exc) is not KeyboardInterrupt and isinstance(exc, KeyboardInterrupt):

@@ -188,34 +188,29 @@ class SessionReport:
         except pytest.exit.Exception:  # pytest sets the status it asks for: recorded later
             raise
         except BaseException as exc:
-            # the process ends on this (exit 1, or sys.exit()'s): the run dir must not read green
-            message = f"the session ended on an error after the run dir was written: {exc!r}"
-            self.verdict.faults.append(Fault("exit", message))
-            code = exc.code if isinstance(exc, SystemExit) else None
-            status = code if isinstance(code, int) and code else pytest.ExitCode.TESTS_FAILED
-            session.exitstatus = self._escalated(status)
+            self.ended_on(session, exc)
             raise
         finally:
             self._leak_check(session)
-            session.exitstatus = self._escalated(session.exitstatus)
-            self._record_late(session)
+            session.exitstatus = self.escalated(session.exitstatus)
+            self.record_late(session)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self) -> None:
-        """Record the status the session really exits with: after this hook's wrapper, other
-        plugins (their sessionfinish wrappers, ``pytest.exit()`` there, their unconfigure) and
-        a signal held while the reports were written can still change it."""
-        session = self.session
-        if session is not None:
-            session.exitstatus = self._escalated(session.exitstatus)
-            self._record_late(session)
+    def ended_on(self, session: pytest.Session, exc: BaseException) -> None:
+        """The process ends on ``exc`` (exit 1, or ``sys.exit()``'s status), raised after the
+        run dir was written: the run dir must not read green (:mod:`.late_exit`)."""
+        message = f"the session ended on an error after the run dir was written: {exc!r}"
+        if Fault("exit", message) not in self.verdict.faults:
+            self.verdict.faults.append(Fault("exit", message))
+        code = exc.code if isinstance(exc, SystemExit) else None
+        status = code if isinstance(code, int) and code else pytest.ExitCode.TESTS_FAILED
+        session.exitstatus = self.escalated(status)
 
     def _is_case(self, nodeid: str) -> bool:
         """An eval case, a gate's or the baseline's item (the verdict judges their failures)."""
         gate = nodeid.startswith(f"{verdict.GATES_NODE}::") or nodeid == verdict.BASELINE_NODE
         return gate or self.interruption.is_eval(nodeid)
 
-    def _escalated(self, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
+    def escalated(self, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
         """``status`` made red when what this session knows fails the run; never made
         greener (another plugin's non-zero status stands, ``--llmeval-exit-on gates`` too)."""
         failed = self.verdict.failed or bool(self.plain_failed)
@@ -240,7 +235,7 @@ class SessionReport:
         refused = self.state.refusal is not None
         if self.state.finished and not refused:
             status = _resumed_status(status, self.state.settings.exit_on, self.results)
-        status = self._escalated(self._exit_status(status))
+        status = self.escalated(self._exit_status(status))
         if self.unjournaled:  # cases were run that no journal holds
             status = pytest.ExitCode.TESTS_FAILED
         if refused:  # told by a worker
@@ -267,7 +262,7 @@ class SessionReport:
             exit_status=int(status),
         )
 
-    def _record_late(self, session: pytest.Session) -> None:
+    def record_late(self, session: pytest.Session) -> None:
         """Write the verdict again when what came after the run dir was written (a leak, an
         MLflow failure, another plugin) changed it: the run dir never reads greener than
         the session ended."""

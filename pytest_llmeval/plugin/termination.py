@@ -1,13 +1,15 @@
-"""SIGTERM handled as Ctrl-C, so a cancelled CI job or ``timeout`` still leaves its reports.
+"""SIGTERM and SIGHUP handled as Ctrl-C, so a cancelled CI job, ``timeout`` or a closing
+terminal or ssh session still leaves its reports.
 
-Without a handler SIGTERM ends the process at once: the journal keeps the finished cases, but
-no report is written. :class:`SigtermHandler` turns the first SIGTERM into :class:`Terminated`
-(a ``KeyboardInterrupt``), which pytest handles as Ctrl-C: the session finishes, every report
-is written (its gates ``partial``), the exit status is 2, and ``--llmeval-resume`` finishes
-the rest. It is installed in every process that runs a session (under xdist the controller
-and each worker, so a signal to the whole process group stops the workers as Ctrl-C would)
-and the previous handler is put back at the end, or at the first SIGTERM, so a second one
-does what it would have done without this plugin.
+Without a handler SIGTERM ends the process at once: the journal keeps the finished cases, but no
+report is written. :class:`SigtermHandler` turns the first SIGTERM or SIGHUP (a closing terminal
+or ssh session sends it) into :class:`Terminated` (a ``KeyboardInterrupt`` naming the signal:
+``interrupted.reason`` is ``sigterm`` or ``sighup``), which pytest handles as Ctrl-C: the
+session finishes, every report is written (its gates ``partial``), the exit status is 2, and
+``--llmeval-resume`` finishes the rest. It is installed in every process that runs a session
+(under xdist the controller and each worker, so a signal to the whole process group stops the
+workers as Ctrl-C would) and the previous handler is put back at the end, or at the first
+SIGTERM, so a second one does what it would have done without this plugin.
 
 Once the test loop has ended, the reports are being written: a SIGTERM or a Ctrl-C then would
 only tear them apart (a traceback, no ``report.json``). From :meth:`SigtermHandler.defer` on,
@@ -22,32 +24,44 @@ import threading
 from types import FrameType
 from typing import Any
 
-__all__ = ["SigtermHandler", "Terminated"]
+__all__ = ["STOPPING", "SigtermHandler", "Terminated"]
+
+
+STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that stop a session as Ctrl-C does (SIGHUP is not on Windows)."""
 
 
 class Terminated(KeyboardInterrupt):
-    """The session received SIGTERM."""
+    """The session received SIGTERM or SIGHUP (its name is the exception's text)."""
+
+    @property
+    def reason(self) -> str:
+        """``sigterm`` or ``sighup``: ``interrupted.reason``."""
+        return str(self.args[0] if self.args else "SIGTERM").lower()
 
 
 class SigtermHandler:
-    """SIGTERM as :class:`Terminated` in this process, from :meth:`install` to :meth:`restore`;
-    SIGTERM and SIGINT held back from :meth:`defer` to :meth:`restore`."""
+    """SIGTERM and SIGHUP as :class:`Terminated` in this process, from :meth:`install` to
+    :meth:`restore`; they and SIGINT held back from :meth:`defer` to :meth:`restore`."""
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
         self._deferring = False
         self.deferred: str | None = None
-        """The signal that arrived while the reports were written (``SIGTERM``, ``SIGINT``)."""
+        """The signal that arrived while the reports were written (``SIGTERM``, ``SIGHUP``,
+        ``SIGINT``)."""
 
     def install(self) -> None:
-        """Take over SIGTERM; a no-op outside the main thread (signals are handled there)."""
-        self._take(signal.SIGTERM)
+        """Take over SIGTERM and SIGHUP; a no-op outside the main thread (signals are handled
+        there)."""
+        for signum in STOPPING:
+            self._take(signum)
 
     def defer(self) -> None:
-        """From now on (the reports are being written) hold SIGTERM and SIGINT back."""
+        """From now on (the reports are being written) hold SIGTERM, SIGHUP and SIGINT back."""
         self._deferring = True
-        self._take(signal.SIGTERM)
-        self._take(signal.SIGINT)
+        for signum in (*STOPPING, signal.SIGINT):
+            self._take(signum)
 
     def restore(self) -> str | None:
         """Put the handlers found back; the signal held back meanwhile, if any."""
@@ -60,6 +74,8 @@ class SigtermHandler:
     def _take(self, signum: int) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
+        if signum not in self._previous and signal.getsignal(signum) == signal.SIG_IGN:
+            return  # ignored on purpose (``nohup``, a background job): it stays ignored
         previous = signal.signal(signum, self._handle)
         if signum not in self._previous:  # None: not Python's
             self._previous[signum] = signal.SIG_DFL if previous is None else previous
@@ -69,4 +85,4 @@ class SigtermHandler:
             self.deferred = self.deferred or signal.Signals(signum).name
             return
         self.restore()
-        raise Terminated("SIGTERM")
+        raise Terminated(signal.Signals(signum).name)

@@ -31,7 +31,7 @@ __all__ = [
     "started_text",
 ]
 
-EntryKind = Literal["foreign", "broken", "unfinished", "in use"]
+EntryKind = Literal["foreign", "broken", "unfinished", "in use", "unreadable"]
 
 
 class RunSummary(BaseModel):
@@ -73,7 +73,8 @@ class ListedEntry(BaseModel):
     kind: EntryKind
     """``foreign``: not a run dir (no tag); ``broken``: a run dir whose files cannot be read;
     ``unfinished``: a run dir without ``manifest.json`` (its session was killed); ``in use``:
-    a session is writing it now."""
+    a session is writing it now; ``unreadable``: an entry that cannot even be looked at (a
+    folder without read permission, an I/O error)."""
     message: str
     """One line: what is wrong, and what to do."""
 

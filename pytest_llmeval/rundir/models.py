@@ -189,11 +189,11 @@ class Interrupted(BaseModel):
 
     reason: str
     """Why: ``maxfail`` (``-x``, ``--maxfail``), ``keyboard_interrupt`` (Ctrl-C), ``sigterm``
-    (a CI cancel, ``timeout``), ``budget`` (``--llmeval-max-tokens-total``,
-    ``--llmeval-max-cost``), ``journal`` (the journal could not be written: a full disk),
-    ``exit`` (``pytest.exit()``), ``stopped`` (another plugin
-    stopped the session), or ``incomplete`` (cases left without a result for another
-    reason, such as xdist giving up on crashed workers)."""
+    (a CI cancel, ``timeout``), ``sighup`` (a closing terminal or ssh session), ``budget``
+    (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``), ``journal`` (the journal could not
+    be written: a full disk), ``exit`` (``pytest.exit()``), ``stopped`` (another plugin stopped
+    the session), or ``incomplete`` (cases left without a result for another reason, such as
+    xdist giving up on crashed workers)."""
     cases_run: int
     """Cases with a result that ran (a case a budget skipped did not), earlier attempts of a
     resumed run included."""

@@ -8,6 +8,7 @@ asserts the exit status, which cases are in ``results.jsonl``, every gate's stat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -182,6 +183,25 @@ def test_an_uninterrupted_run_has_no_interrupted_key(pytester: pytest.Pytester) 
 # -- Ctrl-C and SIGTERM ----------------------------------------------------------------------
 
 
+def _wait_for_journal_lines(
+    root: Path, count: int, proc: subprocess.Popen[str], deadline: float
+) -> None:
+    """Until the journals under ``root`` hold ``count`` results: the run-ahead agent of the
+    next case starts while pytest still reports the one before, and a signal in between
+    would rightly leave that one unjudged (resume runs it), which is not what these tests
+    pin."""
+
+    def judged() -> int:
+        lines = 0
+        for journal in root.glob("**/journal/*/*.jsonl"):
+            with contextlib.suppress(OSError):
+                lines += journal.read_bytes().count(b"\n")
+        return lines
+
+    while judged() < count and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _signalled(
     pytester: pytest.Pytester,
     sig: signal.Signals,
@@ -204,6 +224,8 @@ def _signalled(
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), f"case {at} never started"
+    if "-n" not in args:  # one process: the case before ``at`` is judged, not still reporting
+        _wait_for_journal_lines(pytester.path, int(at[1:]), proc, deadline)
     if group:
         os.killpg(proc.pid, sig)
     elif runner:

@@ -352,6 +352,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> Any:
     state = item.state
+    case_reports.unhide_error(report, call.excinfo)  # a user's xfail never hides an error
     if state.refusal is not None:
         report.llmeval_refusal = state.refusal
     else:  # a refused resume journals nothing

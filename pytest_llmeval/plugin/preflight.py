@@ -38,6 +38,7 @@ from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.results import agent_fingerprint
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
@@ -79,7 +80,7 @@ def check(
         _check_gates(config, state, items)  # with no case selected too: never dropped
         if not items:
             return
-        if not config.option.collectonly:
+        if not runs_no_case(config):
             if _uses_own_runner(items):
                 runner = config.stash.get(_runner_key, None)  # built already by a resume
                 if runner is None:
@@ -104,7 +105,7 @@ def settle_runner_model(session: pytest.Session, items: Sequence[pytest.Item]) -
     config = session.config
     state = config.stash[state_key]
     own = [item for item in items if isinstance(item, EvalItem) and item.runnable]
-    if config.option.collectonly or not own or not _uses_own_runner(own):
+    if runs_no_case(config) or not own or not _uses_own_runner(own):
         return True
     try:
         runner = build_runner(config, state)

@@ -12,6 +12,12 @@
   (:attr:`~pytest_llmeval.report.verdict.Verdict.errored`), as does a broken input item (a
   record, data file or manifest that could not be read:
   :attr:`~pytest_llmeval.report.verdict.Verdict.broken`).
+* **A user's xfail mark never hides an error.** pytest's ``xfail`` (a mark, ``strict=True``,
+  ``raises=...``, or one a fixture applies with ``request.applymarker``) turns any exception
+  of any phase into an expected failure. On an eval case only a scored miss may be one: an
+  error (the runner, the backend, a broken row, a fixture, a scorer) is set back to the error
+  it is (:func:`unhide_error`), before its result is made, so ``results.jsonl``, junit,
+  ``--json-report``, report.json and the recorded verdict all read it as an error.
 * **An error found while scoring is an error.** A case can be found unjudgeable only once it
   is scored (a repeat errored, a score is not a finite number): pytest's call phase failed,
   and the terminal counts and shows it as the error it is (``E``, ``ERROR``), as
@@ -27,7 +33,7 @@ from pytest_llmeval.core.models import Transcript
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.records import CaseRecord
 
-__all__ = ["adjust", "is_scored_miss", "teststatus"]
+__all__ = ["adjust", "is_scored_miss", "teststatus", "unhide_error"]
 
 
 def adjust(
@@ -51,6 +57,21 @@ def adjust(
         report.outcome = "skipped"
         why = "--llmeval-exit-on gates: the gates decide"
         report.wasxfail = f"the case failed its own check ({why}): {message}"
+
+
+def unhide_error(
+    report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None
+) -> None:
+    """Make ``report`` the error it is when pytest's xfail handling turned an error into an
+    expected failure: only a scored miss (an :class:`EvalFailure`) or pytest's own
+    ``xfail()``/``skip()`` (``xfail(run=False)``, an agent's or a manifest's ``pytest.xfail``)
+    may read as one."""
+    if not report.skipped or excinfo is None or not hasattr(report, "wasxfail"):
+        return  # the common case, checked first: a report that was not xfailed
+    if isinstance(excinfo.value, (EvalFailure, pytest.xfail.Exception, pytest.skip.Exception)):
+        return
+    report.outcome = "failed"
+    del report.wasxfail
 
 
 def is_scored_miss(

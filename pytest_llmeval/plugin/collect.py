@@ -2,14 +2,13 @@
 
 A broken record never becomes a collection error (that would stop the whole session): it
 becomes an item that errors in setup, named ``line<N>``, whose message names ``path:line``,
-the field and what was expected.
-"""
+the field and what was expected."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -22,6 +21,7 @@ from pytest_llmeval.inputs.loading import lone_surrogate
 from pytest_llmeval.inputs.manifest import SUFFIX, Manifest
 from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.plugin.compat import fixture_info, skip_at_item
+from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.fixtures import (
     FixtureValues,
     reuse_fixture_values,
@@ -232,12 +232,10 @@ def _run_case(llmeval_agent: Any, llmeval_broker: Any) -> None:
 
 
 class EvalItem(pytest.Function):
-    """One eval case as a pytest test.
-
-    Setup resolves the fixtures and fetches the transcript from the dispatcher; an
-    infrastructure fault or a broken case is an error there. ``runtest`` scores the transcript
-    and raises :class:`EvalFailure` when the case misses.
-    """
+    """One eval case as a pytest test. Setup resolves the fixtures and fetches the transcript
+    from the dispatcher (an infrastructure fault or a broken case is an error there; in a
+    session that runs no test it stops after the fixtures). ``runtest`` scores the transcript
+    and raises :class:`EvalFailure` when the case misses."""
 
     def __init__(
         self,
@@ -320,6 +318,9 @@ class EvalItem(pytest.Function):
         return self.eval_file.data_display
 
     def setup(self) -> None:
+        if runs_no_case(self.config):  # --setup-only, --setup-plan: its fixtures, no agent
+            self._set_up_fixtures()
+            return
         named = self.state.runner_model
         agent_first = not named.settled and self.runnable
         if agent_first:  # no runner of the plugin's: the first case's agent names the model
@@ -498,9 +499,7 @@ def _invalid_unicode(transcript: Transcript) -> str | None:
     return f"the model's {found[0]} is {found[1]}" if found else None
 
 
-def _skip(reason: str) -> NoReturn:
-    """Skip, reporting the case's file and line rather than this module's."""
-    skip_at_item(reason)
+_skip = skip_at_item  # a skip that reports the case's file and line rather than this module's
 
 
 def _details(transcript: Transcript, response: str) -> str:

@@ -27,6 +27,7 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
+from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
@@ -78,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
-    if named and state.run_dir.exists() and not config.option.collectonly:
+    if named and state.run_dir.exists() and not runs_no_case(config):
         state.claim_run_dir()  # an existing run dir is this session's, or a usage error
     config.stash[deselections_key] = Deselections(state)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
@@ -265,7 +266,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     controller is caught at once. A run dir it created stays only if the session used it."""
     config = session.config
     distributing = config.pluginmanager.has_plugin("dsession")
-    if distributing and not hasattr(config, "workerinput") and not config.option.collectonly:
+    if distributing and not hasattr(config, "workerinput") and not runs_no_case(config):
         config.stash[state_key].claim_run_dir()
 
 
@@ -317,9 +318,10 @@ def pytest_collection_modifyitems(
 def pytest_collection_finish(session: pytest.Session) -> None:
     preflight.check(session, _is_eval_item)  # runner, judge, embedder, gates: exit 4 at once
     state = session.config.stash[state_key]
+    if runs_no_case(session.config):
+        return  # --collect-only, --setup-only, --setup-plan: no case runs, nothing is claimed
     state.runahead.plan(session.items, _is_eval_item)
-    collecting_only = session.config.option.collectonly
-    if not collecting_only and any(isinstance(item, EvalItem) for item in session.items):
+    if any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
         # the collected items live to the end of the session: the collector need not walk
         # them again at every full collection while the cases run (unfrozen at the end).
@@ -425,8 +427,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> Any:
     state = item.state
+    case_reports.unhide_error(report, call.excinfo)  # a user's xfail never hides an error
     if state.refusal is not None:
         report.llmeval_refusal = state.refusal
+    elif runs_no_case(item.config):  # --setup-only, --setup-plan: no result, no journal
+        pass
     else:  # a refused resume journals nothing
         state.results.attach(item, item.agent, call, report)
         case = item.built_case  # under xdist, the model the cases that ran were built for

@@ -44,6 +44,7 @@ from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
+from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.loglik_probe import check_loglik_endpoint
 from pytest_llmeval.plugin.results import agent_fingerprint
 from pytest_llmeval.plugin.selection import deselections_key
@@ -88,7 +89,7 @@ def check(
         if not items:
             return
         protocol_refusals.check(config, items)  # --dist each, reruns: judged more than once
-        if not config.option.collectonly:
+        if not runs_no_case(config):
             _check_budget(config)  # a resume whose earlier attempts spent it: nothing to build
             fingerprint = None
             if _uses_own_runner(items):
@@ -120,7 +121,7 @@ def settle_runner_model(session: pytest.Session, items: Sequence[pytest.Item]) -
     config = session.config
     state = config.stash[state_key]
     own = [item for item in items if isinstance(item, EvalItem) and item.runnable]
-    if config.option.collectonly or not own or not _uses_own_runner(own):
+    if runs_no_case(config) or not own or not _uses_own_runner(own):
         return True
     try:
         runner = build_runner(config, state)

@@ -1,4 +1,5 @@
-"""Which eval cases a run left out, so gates judged on a subset say ``partial``.
+"""Which eval cases a run left out, so gates judged on a subset say ``partial``: those not
+selected, and those that were skipped (:meth:`Deselections.counts`).
 
 Every eval item collected is noted (before ``--lf`` filters a file's items, which it does
 without calling ``pytest_deselected``); whatever of them is not in the session's items once
@@ -96,11 +97,13 @@ class Deselections:
     def counts(self, results: Iterable[CaseResult] = ()) -> dict[str, int] | None:
         """``Report.deselected``: the cases left out by suite, sorted; ``None`` when none was.
 
-        Left out are the deselected cases and, of ``results``, those a spent budget skipped
-        (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``): gates judged the rest only.
+        Left out are the deselected cases and, of ``results``, those that were skipped: by a
+        spent budget (``--llmeval-max-tokens-total``, ``--llmeval-max-cost``), a fixture's or
+        an agent's ``pytest.skip``, a ``skip``/``skipif`` mark or ``xfail(run=False)``; gates
+        judged the rest only (:func:`~pytest_llmeval.report.verdict.skipped_under_gates`).
         """
         left_out = dict(self.by_suite)
         for result in results:
-            if result.budget_skip is not None:
+            if result.outcome == "skipped":
                 left_out[result.suite] = left_out.get(result.suite, 0) + 1
         return dict(sorted(left_out.items())) if left_out else None

@@ -18,6 +18,7 @@ import pytest
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import find_leaks
+from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
@@ -157,8 +158,8 @@ class SessionReport:
         settings = self.state.settings
         self.session = session
         self._add_earlier()
-        ran = not session.config.option.collectonly
-        empty_shard = settings.shard is not None and ran
+        ran = not runs_no_case(session.config)  # --collect-only, --setup-only/-plan
+        empty_shard = settings.shard is not None and ran  # writes its run dir too
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
         refused = self.state.refusal is not None  # stopped before running: touch nothing
         # gates on cases that were all deselected are judged (partial), never dropped
@@ -166,7 +167,6 @@ class SessionReport:
         gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
         if self.state.finished and not refused:
             self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-        # an empty shard writes its run dir too
         if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
                 self._write(session)

@@ -12,7 +12,7 @@ from pytest_llmeval.core.markdown import md_cell, md_code, md_text
 from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.core.redact import MIN_SECRET_LENGTH
 from pytest_llmeval.report.baseline.render import baseline_case_lines
-from pytest_llmeval.report.error_groups import count_text, error_groups
+from pytest_llmeval.report.error_groups import ErrorGroup, count_text, error_groups
 from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def summary_markdown(
             out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
     out += _gates_markdown(report.gates, gate_problems)
     out += _failures_markdown(results)
+    out += _skipped_markdown(results)
     out += [
         "",
         f"runner: {md_text(report.runner_fingerprint)}",
@@ -160,8 +161,23 @@ def _failures_markdown(results: Sequence[CaseResult]) -> list[str]:
     bad = sum(1 for r in results if r.outcome in ("failed", "error"))
     if not bad:
         return []
-    out = ["", f"## Failed and erroring cases ({bad})", ""]
-    groups = error_groups(results)
+    return ["", f"## Failed and erroring cases ({bad})", "", *_grouped(error_groups(results))]
+
+
+def _skipped_markdown(results: Sequence[CaseResult]) -> list[str]:
+    """The skipped cases with their reasons (a fixture's ``pytest.skip``, a mark, a budget):
+    left out of every gate, listed as the failing ones are."""
+    skipped = sum(1 for r in results if r.outcome == "skipped")
+    if not skipped:
+        return []
+    groups = error_groups(results, ("skipped",))
+    return ["", f"## Skipped cases ({skipped}): left out of the gates", "", *_grouped(groups)]
+
+
+def _grouped(groups: Sequence[ErrorGroup]) -> list[str]:
+    """One line per group of cases with one message (``- `id` (outcome): why``, or
+    ``- **N cases** (outcome): why: `a`, `b`, ...``), at most :data:`MAX_LISTED_FAILURES`."""
+    out: list[str] = []
     for group in groups[:MAX_LISTED_FAILURES]:
         message = md_text(group.shown)
         if group.count == 1:

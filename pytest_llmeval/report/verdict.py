@@ -24,6 +24,7 @@ from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.report.baseline.compare import diff
 from pytest_llmeval.report.baseline.file import BaselineCase, load_baseline
 from pytest_llmeval.report.gates import (
+    TOTALS,
     evaluate_gates,
     parse_gate,
     suite_gate_results,
@@ -46,6 +47,7 @@ __all__ = [
     "is_broken",
     "judge",
     "nothing_judged",
+    "skipped_under_gates",
 ]
 
 GATES_NODE = "llmeval-gates"
@@ -72,8 +74,9 @@ class Fault:
     """``write``: the run dir could not be written; ``mlflow``: logging failed; ``leak``: a
     configured secret's value is in a written file; ``crash``: an xdist worker died after its
     case was judged (xdist reports that case failed); ``unjudged``: every eval case that ran
-    was skipped, so nothing was judged; ``baseline``: the baseline asked for was not written
-    (the run judged a subset); ``journal``: cases ran that no journal holds (a full disk);
+    was skipped, so nothing was judged, or gates held only on the cases not skipped;
+    ``baseline``: the baseline asked for was not written (the run judged a subset);
+    ``journal``: cases ran that no journal holds (a full disk);
     ``tests``: a test of the session that is not an eval case failed or errored (red in every
     mode: ``--llmeval-exit-on gates`` lets eval cases through, nothing else); ``exit``: the
     session exited non-zero for a reason of its own (another plugin, ``pytest.exit()``, a
@@ -186,6 +189,9 @@ def judge(
     unjudged = nothing_judged(results)
     if unjudged is not None and report.interrupted is None:  # a budget stop says so itself
         verdict.faults.append(Fault("unjudged", unjudged))
+    partly = skipped_under_gates(verdict.partial_gates, results) if unjudged is None else None
+    if partly is not None:
+        verdict.faults.append(Fault("unjudged", partly))
     if settings.baseline is not None:
         if report.gates is not None:  # the diff compares gates too: the body gets them
             body["gates"] = report.gates.model_dump(mode="json")
@@ -215,6 +221,30 @@ def nothing_judged(results: Sequence[CaseResult]) -> str | None:
         f"nothing was judged: all {len(results)} eval case(s) were skipped"
         + (f" (first reason: {reason})" if reason else "")
         + ", so the run fails"
+    )
+
+
+def skipped_under_gates(partial: Sequence[GateResult], results: Sequence[CaseResult]) -> str | None:
+    """Why gates that held on the rest fail the run when cases of their suite were skipped (a
+    fixture's ``pytest.skip("KEY not set")``, a ``skip``/``skipif`` mark, ``xfail(run=False)``,
+    an agent's ``pytest.skip``), or ``None``. Such a gate is ``partial``, as after a
+    deselection; but a skip is no choice of the user's (``-k``, ``-m`` and ``--deselect`` are,
+    and stay ``partial`` without failing the run), so a key missing in CI cannot ship a green
+    gate judged on part of the data. A budget's skips are not counted here: a budget stop cuts
+    the run short, which says so itself."""
+    skipped = [r for r in results if r.outcome == "skipped" and r.budget_skip is None]
+    if not skipped:
+        return None
+    suites = {r.suite for r in skipped}
+    held = [g.gate.name for g in partial if g.gate.suite == TOTALS or g.gate.suite in suites]
+    if not held:
+        return None
+    first = skipped[0]
+    why = f": {first.error}" if first.error else ""
+    return (
+        f"{len(skipped)} eval case(s) were skipped (first: {first.nodeid}{why}), so gate(s) "
+        f"{', '.join(held)} judged only the rest and the run fails; let them run, or leave "
+        "them out on purpose with -k, -m or --deselect"
     )
 
 

@@ -27,7 +27,10 @@ from pytest_llmeval.core.version import __version__
 from pytest_llmeval.inputs.regular import NOT_REGULAR, not_regular
 from pytest_llmeval.rundir.layout import RunLayout
 
-FINAL_OUTCOMES = ("passed", "failed", "skipped")
+FINAL_OUTCOMES = ("passed", "failed")
+"""Outcomes that are a verdict on their case. An error was never judged, and a skip (a
+budget, a fixture's ``pytest.skip``, a ``skip``/``skipif`` mark, ``xfail(run=False)``) left the
+case out: a resume runs both again."""
 SCORERS_VERSION = __version__
 """The version of the scorers that judged a journaled result (they ship with the plugin): a
 resume reuses only results judged by the same ones."""
@@ -235,5 +238,5 @@ def _whole_lines(path: Path) -> list[str]:
 
 
 def _final(result: CaseResult) -> bool:
-    """Whether a result is a verdict on its case: not an error, nor a skip for a budget."""
-    return result.outcome in FINAL_OUTCOMES and result.budget_skip is None
+    """Whether a result is a verdict on its case: neither an error nor a skip."""
+    return result.outcome in FINAL_OUTCOMES

@@ -302,6 +302,21 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "runs and compare survive a folder they cannot read": ("late", [
         "test_runs_and_compare_survive_an_unreadable_folder",
     ]),
+    # round 2: marks
+    "a user's xfail mark never hides an error": ("marks", [
+        "test_a_users_xfail_never_hides_an_error",
+        "test_an_xfail_a_fixture_applies_never_hides_a_scoring_error",
+    ]),
+    "a skipped eval case is a case left out": ("marks", [
+        "test_a_skipped_case_leaves_its_gates_partial_and_the_run_red",
+        "test_a_skip_under_xdist_is_the_same",
+        "test_a_run_with_a_skipped_case_is_never_blessed_as_the_baseline",
+        "test_a_resume_runs_the_skipped_cases_again",
+        "test_a_deselection_stays_partial_and_green",
+    ]),
+    "setup-only sessions write no run": ("marks", [
+        "test_a_session_that_runs_no_test_writes_no_run",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

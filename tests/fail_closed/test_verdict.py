@@ -525,9 +525,15 @@ def test_a_null_metric_fails_its_gate_and_optional_reads_n_a(pytester: pytest.Py
     )  # fmt: skip
     run = pytester.path / "run2"
     assert _outcomes(run) == {"s": "skipped"}
-    assert _gate_statuses(run) == {"*.pass_rate>=0.5": "failed", "golden.pass_rate>=0.5": "n/a"}
+    # a skipped case is a case left out (issue 29): its gates are partial, never n/a or passed,
+    # and the run is red, having judged nothing
+    partial = {"*.pass_rate>=0.5": "partial", "golden.pass_rate>=0.5": "partial"}
+    assert _gate_statuses(run) == partial
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["gate *.pass_rate>=0.5: FAILED (*n/a: nothing to judge*"])
+    result.stdout.fnmatch_lines(
+        ["gate *.pass_rate>=0.5: partial (*n/a; partial: 1 case(s) left out)"]
+    )
+    result.stdout.fnmatch_lines(["nothing was judged: all 1 eval case(s) were skipped*"])
 
 
 def test_a_deselected_suites_gate_is_partial_and_the_run_stays_usable(tmp_path: Path) -> None:

@@ -256,8 +256,8 @@ def _load_run_dir(path: Path) -> Baseline:
 def subset_of(report: Mapping[str, Any], shard: Sequence[Any] | None = None) -> str | None:
     """Why a run's ``report.json`` body judged only part of its cases (``None`` when it judged
     them all): cut short (``interrupted``), cases left out (``deselected``: ``-k``, ``-m``,
-    ``--lf``, ``--llmeval-limit``, a spent budget), or one shard of several. Such a run is no
-    baseline: the cases it left out would later read as added, never as regressions."""
+    ``--lf``, ``--llmeval-limit``, a spent budget, a skip), or one shard of several. Such a run
+    is no baseline: the cases it left out would later read as added, never as regressions."""
     interrupted = report.get("interrupted")
     if isinstance(interrupted, Mapping):
         return (
@@ -267,7 +267,10 @@ def subset_of(report: Mapping[str, Any], shard: Sequence[Any] | None = None) -> 
     deselected = report.get("deselected")
     if isinstance(deselected, Mapping) and deselected:
         left = sum(n for n in deselected.values() if isinstance(n, int))
-        return f"it left {left} case(s) out (-k, -m, --lf, --llmeval-limit or a budget)"
+        return (
+            f"it left {left} case(s) out (-k, -m, --lf, --llmeval-limit, a budget, or skipped: "
+            "a fixture's pytest.skip, a skip mark, xfail(run=False))"
+        )
     if shard is not None and len(shard) == 2:
         return f"it is shard {shard[0]}/{shard[1]} (merge the shards, then bless the merge)"
     return None
@@ -278,7 +281,8 @@ def not_blessed(path: Path, subset: str) -> str:
     subset (the file is left as it was)."""
     return (
         f"baseline {path} not updated: {subset.replace('it ', 'this run ', 1)}; a baseline "
-        "is blessed from a run of every case (drop -k/-m/--lf/--llmeval-limit/--llmeval-shard)"
+        "is blessed from a run of every case (drop -k/-m/--lf/--llmeval-limit/--llmeval-shard "
+        "and let no case skip)"
     )
 
 

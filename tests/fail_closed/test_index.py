@@ -229,6 +229,12 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_golden_file_holding_an_empty_array_is_an_empty_suite",
         "test_a_file_with_a_json_syntax_error_says_where",
     ]),
+    # round 2: files
+    "merge and validate-sharding delete only what they wrote": ("files", [
+        "test_merging_again_keeps_the_users_files_in_the_output",
+        "test_merge_refuses_a_users_file_where_it_writes_and_touches_nothing",
+        "test_validate_sharding_keeps_the_users_files_in_the_run_dirs_it_replaces",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

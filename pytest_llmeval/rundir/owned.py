@@ -103,9 +103,9 @@ def remove_owned(run_dir: Path, files: RunDirFiles) -> None:
             continue
         path.unlink(missing_ok=True)
         emptied.update(p for p in path.parents if p != run_dir and p.is_relative_to(run_dir))
-    for folder in _PLUGIN_FOLDERS:
-        if (run_dir / folder).is_dir() and not (run_dir / folder).is_symlink():
-            emptied.update(Path(p) for p, _, _ in os.walk(run_dir / folder))
+    for name in _PLUGIN_FOLDERS:
+        if (run_dir / name).is_dir() and not (run_dir / name).is_symlink():
+            emptied.update(Path(p) for p, _, _ in os.walk(run_dir / name))
     for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
         with contextlib.suppress(OSError):
             folder.rmdir()  # only if empty: a user's file or folder keeps its folder

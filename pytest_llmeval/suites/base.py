@@ -14,6 +14,7 @@ registered, so every suite the registry hands out has every member.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,8 +40,11 @@ __all__ = [
     "SuiteBase",
     "SuiteContext",
     "SuiteRegistry",
+    "artifact_name",
     "base_totals",
+    "display_stem",
     "fallback_case_id",
+    "path_tag",
     "row_fingerprint",
 ]
 
@@ -95,6 +99,29 @@ class CaseSource:
     """The data file relative to the rootdir (``/`` separators), for messages and results."""
     options: dict[str, Any] = field(default_factory=dict)
     """Options from a ``*.llmeval.yaml`` manifest (empty for a file collected on its own)."""
+    tag: str | None = None
+    """A short hash of ``display`` (:func:`path_tag`), set when this file's per-file artifact
+    would take another file's name in the same run: :func:`artifact_name` adds it."""
+
+
+def path_tag(display: str, length: int = 8) -> str:
+    """A short, stable hash of a data file's path relative to the rootdir: the same on every
+    machine and under any number of xdist workers."""
+    return sha256_hex(display.encode("utf-8"))[:length]
+
+
+def display_stem(source: CaseSource) -> str:
+    """``source``'s path relative to the rootdir, without its extension, every character but
+    letters, digits, ``.``, ``-`` and ``_`` made ``_`` (``evals/a b.jsonl`` -> ``evals_a_b``):
+    readable, but not unique on its own (``a/x.jsonl`` and ``a_x.jsonl`` meet); the run
+    writer gives such files a :attr:`CaseSource.tag`."""
+    return re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
+
+
+def artifact_name(folder: str, stem: str, source: CaseSource) -> str:
+    """A per-file artifact's name in the run dir: ``<folder>/<stem>.json``, or
+    ``<folder>/<stem>.<tag>.json`` when another file of the run would take that name."""
+    return f"{folder}/{stem}.{source.tag}.json" if source.tag else f"{folder}/{stem}.json"
 
 
 class PendingCase:

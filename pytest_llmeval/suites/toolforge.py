@@ -28,6 +28,7 @@ from pytest_llmeval.suites.base import (
     LoadItem,
     SuiteBase,
     SuiteContext,
+    artifact_name,
     base_totals,
     fallback_case_id,
     row_fingerprint,
@@ -281,8 +282,7 @@ def _tool_name(source: CaseSource, metadata: dict[str, Any] | None) -> str:
 
 
 def _artifact_name(source: CaseSource) -> str:
-    stem = source.path.name.removesuffix(".json")
-    return f"toolforge/{stem}.json"
+    return artifact_name("toolforge", source.path.name.removesuffix(".json"), source)
 
 
 def _baseline(ctx: SuiteContext, name: str) -> dict[str, Any] | None:

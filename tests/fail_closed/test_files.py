@@ -8,15 +8,17 @@ hashes are of the bytes the cases were judged on.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_llmeval.commands.merge import MergeError, merge
 from pytest_llmeval.rundir.journal import read_results
-from tests.conftest import read_jsonl, write_json
+from tests.conftest import W2C_FILE, read_jsonl, write_json
 
 CASES = [
     {"id": "a", "input": "x", "expected_output": "x"},
@@ -114,3 +116,79 @@ def test_validate_sharding_keeps_the_users_files_in_the_run_dirs_it_replaces(
     assert is_run_dir(earlier)  # still a run dir the next session may write
     left = sorted(p.name for p in earlier.iterdir())
     assert left == [".llmeval-run", "empty", "notes.md", "plots"]
+
+
+# -- per-file artifacts never share a name --------------------------------------------------
+
+TOOLFORGE = [
+    {"id": "tf-1", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}},
+]
+
+
+def _artifacts(run_dir: Path, folder: str) -> dict[str, Any]:
+    return {
+        p.relative_to(run_dir).as_posix(): json.loads(p.read_text())
+        for p in sorted((run_dir / folder).glob("*.json"))
+    }
+
+
+def test_two_toolforge_files_of_one_name_keep_an_artifact_each(pytester: pytest.Pytester) -> None:
+    write_json(pytester, "v1/get_weather.golden.json", TOOLFORGE)
+    write_json(pytester, "v2/get_weather.golden.json", [{**TOOLFORGE[0], "id": "tf-2"}])
+    write_json(pytester, "search.golden.json", [{**TOOLFORGE[0], "id": "tf-3"}])
+    for workers in ((), ("-n", "2")):
+        if workers:
+            pytest.importorskip("xdist")
+        result = pytester.runpytest(*ECHO, "--llmeval-run-dir", f"run{len(workers)}", *workers)
+        assert result.ret == 0
+    run = pytester.path / "run0"
+    artifacts = _artifacts(run, "toolforge")
+    assert len(artifacts) == 3
+    assert "toolforge/search.golden.json" in artifacts  # a name no other file takes stays
+    cases = {name: [c["id"] for c in body["cases"]] for name, body in artifacts.items()}
+    assert sorted(cases.values()) == [["tf-1"], ["tf-2"], ["tf-3"]]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert set(artifacts) <= set(manifest["artifacts"])
+    assert _artifacts(pytester.path / "run2", "toolforge").keys() == artifacts.keys()
+
+
+def test_when2call_files_whose_escaped_paths_meet_keep_an_artifact_each(
+    pytester: pytest.Pytester,
+) -> None:
+    rows = W2C_FILE.read_text(encoding="utf-8").splitlines()
+    # both escape to when2call_a_b: only "letters, digits, . - _" are kept in a name
+    (pytester.path / "when2call_a b.jsonl").write_text(rows[0] + "\n")
+    (pytester.path / "when2call_a_b.jsonl").write_text("\n".join(rows[1:3]) + "\n")
+    pytester.runpytest(*ECHO, "--llmeval-run-dir", "run")
+    artifacts = _artifacts(pytester.path / "run", "when2call")
+    assert sorted(body["file"] for body in artifacts.values()) == [
+        "when2call_a b.jsonl",
+        "when2call_a_b.jsonl",
+    ]
+    assert "when2call/when2call_a_b.json" not in artifacts  # neither takes the other's name
+
+
+def test_a_registered_suite_that_names_artifacts_by_file_name_keeps_one_each(
+    pytester: pytest.Pytester,
+) -> None:
+    from tests.plugin.test_suite_plugins import SUITE_CONFTEST
+
+    by_name = """
+    def file_artifacts(self, source, results, ctx, run_id):
+        return {f"shout/{source.path.name}.json": {"file": source.display}}
+"""
+    conftest = SUITE_CONFTEST.replace("SHOUTED", "int").replace(
+        "\n    def file_artifacts(self, source, results, ctx, run_id):\n        return {}\n",
+        by_name,
+    )
+    pytester.makeconftest(conftest)
+    pytester.makeini("[pytest]\nllmeval_files = *.shout.txt\n")
+    for folder in ("v1", "v2"):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / "greetings.shout.txt").write_text("HELLO\n")
+    assert pytester.runpytest(*ECHO, "--llmeval-run-dir", "run").ret == 0
+    artifacts = _artifacts(pytester.path / "run", "shout")
+    assert sorted(body["file"] for body in artifacts.values()) == [
+        "v1/greetings.shout.txt",
+        "v2/greetings.shout.txt",
+    ]

@@ -235,6 +235,11 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_merge_refuses_a_users_file_where_it_writes_and_touches_nothing",
         "test_validate_sharding_keeps_the_users_files_in_the_run_dirs_it_replaces",
     ]),
+    "every data file keeps its own per-file artifact": ("files", [
+        "test_two_toolforge_files_of_one_name_keep_an_artifact_each",
+        "test_when2call_files_whose_escaped_paths_meet_keep_an_artifact_each",
+        "test_a_registered_suite_that_names_artifacts_by_file_name_keeps_one_each",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -60,7 +60,7 @@ class RunWriter:
         """The report of ``results`` (sorted by node id): aggregates and fingerprints."""
         settings = self.context.settings
         registry = self.context.registry
-        return build_report(
+        report = build_report(
             results,
             self.suites,
             self.dataset_hashes(results),
@@ -70,13 +70,26 @@ class RunWriter:
                 "fixtures_sha256": _fixtures_fingerprint(settings.fixtures),
             },
         )
+        changed = self.context.collected.changed
+        report.datasets_changed = dict(sorted(changed.items())) if changed else None
+        return report
 
     def dataset_hashes(self, results: Sequence[CaseResult]) -> dict[str, str]:
+        """Each data file's sha256: of the bytes collected when this session collected it (the
+        bytes its cases were judged on), else of the file as it is now (``summarize``). A file
+        whose bytes are no longer those collected is noted in ``context.collected.changed``."""
         rootdir = self.context.settings.rootdir
+        collected = self.context.collected
         hashes: dict[str, str] = {}
         for name in sorted({r.file for r in results}):
-            if (rootdir / name).is_file():
-                hashes[name] = file_sha256(rootdir / name)
+            now = file_sha256(rootdir / name) if (rootdir / name).is_file() else None
+            seen = collected.hashes.get(name)
+            if seen is not None and seen != now:
+                collected.changed.setdefault(
+                    name, "changed on disk after it was collected" if now else "is gone"
+                )
+            if seen or now:
+                hashes[name] = seen or now  # type: ignore[assignment]
         return hashes
 
     def suite_artifacts(self, results: Sequence[CaseResult]) -> list[tuple[str, Any]]:

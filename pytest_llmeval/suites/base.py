@@ -33,6 +33,7 @@ from pytest_llmeval.tools.registry import ToolRegistry
 __all__ = [
     "RUNNER_MODEL_KEY",
     "CaseSource",
+    "CollectedData",
     "LoadItem",
     "PendingCase",
     "ProtocolSuite",
@@ -54,6 +55,27 @@ built for, so the plugin can refuse to run it with an agent that names another m
 
 
 @dataclass
+class CollectedData:
+    """What the session read of each data file at collection, by its path relative to the
+    rootdir: report.json's ``datasets`` records these hashes, of the bytes the cases were
+    judged on, not of the file as it is when the run ends."""
+
+    hashes: dict[str, str] = field(default_factory=dict)
+    """sha256 of the bytes collected."""
+    changed: dict[str, str] = field(default_factory=dict)
+    """Data files whose bytes changed while the run used them -> what happened."""
+
+    def add(self, name: str, digest: str) -> None:
+        """One process's hash of ``name`` as it collected it (xdist workers each send theirs)."""
+        if self.hashes.setdefault(name, digest) != digest:
+            self.changed.setdefault(
+                name,
+                "changed between the xdist workers' collections: its cases were judged "
+                "on different contents",
+            )
+
+
+@dataclass
 class SuiteContext:
     """Session-wide inputs a suite may need; built once per process."""
 
@@ -68,6 +90,8 @@ class SuiteContext:
     a case built from the model's name (When2Call's ``prompt_format: auto`` without
     ``--llmeval-model``); ``None`` when it names none. The plugin answers it once per process,
     before any such case is built, so every case of the process gets the same answer."""
+    collected: CollectedData = field(default_factory=CollectedData)
+    """The data files' hashes as this session collected them (filled by the plugin)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SuiteContext:

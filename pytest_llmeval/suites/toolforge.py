@@ -178,7 +178,7 @@ class ToolForgeSuite(SuiteBase):
             tool_version=tool.version if tool else None,
             description_hash=tf.description_hash(tool.description) if tool else None,
             registry_size=registry_size,
-            eval_file_hash=file_sha256(source.path),
+            eval_file_hash=ctx.collected.hashes.get(source.display) or file_sha256(source.path),
             staleness_warnings=staleness.warnings,
             baseline=_baseline(ctx, name),
         )

@@ -8,6 +8,7 @@ hashes are of the bytes the cases were judged on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -192,3 +193,52 @@ def test_a_registered_suite_that_names_artifacts_by_file_name_keeps_one_each(
         "v1/greetings.shout.txt",
         "v2/greetings.shout.txt",
     ]
+
+
+# -- the data hash is of what was judged ----------------------------------------------------
+
+EDIT_DURING_THE_RUN = """
+import json, pathlib, pytest
+
+@pytest.fixture(autouse=True)
+def edit_the_data_once():
+    path = pathlib.Path("qa.golden.json")
+    rows = json.loads(path.read_text())
+    if rows[0]["expected_output"] == "x":  # an edit made while the run goes on
+        rows[0]["expected_output"] = "edited"
+        path.write_text(json.dumps(rows))
+    yield
+"""
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_data_file_edited_during_the_run_records_the_bytes_judged(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    if xdist:
+        pytest.importorskip("xdist")
+    collected = write_json(pytester, "qa.golden.json", CASES).read_bytes()
+    pytester.makeconftest(EDIT_DURING_THE_RUN)
+    result = pytester.runpytest(*ECHO, "--llmeval-run-dir", "run", *xdist)
+    assert result.ret == 0  # every case was judged on the rows collected, and passed
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["datasets"] == {"qa.golden.json": hashlib.sha256(collected).hexdigest()}
+    assert report["datasets_changed"] == {
+        "qa.golden.json": "changed on disk after it was collected"
+    }
+    result.stdout.fnmatch_lines(
+        ["data changed during the run: qa.golden.json changed on disk after it was collected; "
+         "report.json records the sha256 of the bytes collected"]
+    )  # fmt: skip
+
+
+def test_workers_that_collected_different_bytes_are_noted() -> None:
+    from pytest_llmeval.suites.base import CollectedData
+
+    data = CollectedData()
+    data.add("qa.golden.json", "aa")
+    data.add("qa.golden.json", "aa")
+    assert data.changed == {}
+    data.add("qa.golden.json", "bb")
+    assert data.hashes == {"qa.golden.json": "aa"}
+    assert "judged on different contents" in data.changed["qa.golden.json"]

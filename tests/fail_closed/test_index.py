@@ -240,6 +240,10 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_when2call_files_whose_escaped_paths_meet_keep_an_artifact_each",
         "test_a_registered_suite_that_names_artifacts_by_file_name_keeps_one_each",
     ]),
+    "the data hash is of the bytes judged": ("files", [
+        "test_a_data_file_edited_during_the_run_records_the_bytes_judged",
+        "test_workers_that_collected_different_bytes_are_noted",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -50,6 +50,7 @@ from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import prepare_merge_dir
 from pytest_llmeval.rundir.files import tag_run_dir
 from pytest_llmeval.rundir.journal import Journal
+from pytest_llmeval.rundir.layout import REPORT_FILES
 from pytest_llmeval.rundir.models import Interrupted, MergedFrom, Report, RunVerdict
 from pytest_llmeval.rundir.read import RunRecord, manifests_named, read_run
 from pytest_llmeval.suites.base import SuiteContext
@@ -224,8 +225,10 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
     """Write the merged run dir: reports, a journal of the results, the manifest."""
     writer = merged.writer
     out_dir = writer.run_dir
+    artifacts = writer.suite_artifacts(merged.results)
+    writes = {*REPORT_FILES, writer.layout.manifest.name, *(name for name, _ in artifacts)}
     try:
-        prepare_merge_dir(out_dir, [run.path for run in runs])
+        prepare_merge_dir(out_dir, [run.path for run in runs], writes)
     except RunDirError as exc:
         raise MergeError([str(exc)]) from None
     tag_run_dir(out_dir)
@@ -251,7 +254,6 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         model=settings.model,
         verdict=ending,
     )
-    artifacts = writer.suite_artifacts(merged.results)
     problems = merged.verdict.gate_problems  # unreadable gates: failed rows of summary.md
     written = writer.write(
         merged.results, merged.report, artifacts, gate_problems=problems, facts=facts

@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -50,6 +49,7 @@ from pytest_llmeval.commands.shard_check import FINGERPRINT_KEYS, check_shards, 
 from pytest_llmeval.core.errors import LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.rundir.files import is_run_dir, write_json
+from pytest_llmeval.rundir.owned import remove_owned, sort_files
 from pytest_llmeval.rundir.read import RunRecord
 from pytest_llmeval.tools.broker import normalize_args
 
@@ -392,7 +392,9 @@ def clear_outputs(run_dirs: Sequence[Path], logs: Path) -> None:
     ``--out .`` in a project is a natural call, and a ``logs/`` folder there is as likely the
     user's as ours, so nothing is ever removed by its name alone. An existing run dir is
     replaced only when it is a run dir (pytest-llmeval tags every one it writes; a run dir
-    is output that the next run writes again); in ``logs/`` only the files named as this tool
+    is output that the next run writes again), and then only the files its layout and
+    manifest say the plugin wrote are removed (:mod:`pytest_llmeval.rundir.owned`): a user's
+    file or folder put there stays; in ``logs/`` only the files named as this tool
     names its logs (``unsharded.log``, ``shard-<I>-of-<N>.log``) are removed, and the folder and
     anything else in it stay. Everything is checked before anything is removed: a refusal
     (``LLMEvalError``) leaves ``out`` as it was.
@@ -411,9 +413,9 @@ def clear_outputs(run_dirs: Sequence[Path], logs: Path) -> None:
             )
     if logs.exists() and not logs.is_dir():
         raise LLMEvalError(f"{logs}: exists and is not a folder; not replacing it")
-    for path in run_dirs:
-        if path.exists():
-            shutil.rmtree(path)
+    owned = [(path, sort_files(path)) for path in run_dirs if path.exists()]
+    for path, files in owned:
+        remove_owned(path, files)
     logs.mkdir(parents=True, exist_ok=True)
     for log in logs.iterdir():
         if LOG_NAME.fullmatch(log.name) and log.is_file():

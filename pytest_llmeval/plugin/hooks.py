@@ -27,6 +27,7 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
+from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
@@ -76,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = LLMEvalState(config, options.from_config(config), suites)
     config.stash[state_key] = state
     config.pluginmanager.register(state.records, "llmeval-records")
+    config.pluginmanager.register(CollectedHashes(config, state), "llmeval-datasets")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
@@ -189,6 +191,7 @@ def _unconfigure(config: pytest.Config) -> None:
         "llmeval-interruption",
         "llmeval-records",
         "llmeval-json-report",
+        "llmeval-datasets",
     )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)

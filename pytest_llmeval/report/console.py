@@ -52,6 +52,11 @@ def summary_lines(report: Report) -> list[str]:
                 lines.append(f"  {category}: {_counts(totals)}")
     cost = report.totals.cost_usd
     lines.append(f"all: {_counts(report.totals)}" + ("" if cost is None else f", ${cost:.4f}"))
+    for name, what in (report.datasets_changed or {}).items():
+        lines.append(
+            f"data changed during the run: {name} {what}; report.json records the sha256 of "
+            "the bytes collected"
+        )
     return lines
 
 

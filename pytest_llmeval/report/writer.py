@@ -10,8 +10,9 @@ taking new files is written over in place); the file names come from
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from pytest_llmeval.rundir.models import (
     RunManifest,
     RunVerdict,
 )
-from pytest_llmeval.suites.base import CaseSource, SuiteContext, SuiteRegistry
+from pytest_llmeval.suites.base import CaseSource, SuiteBase, SuiteContext, SuiteRegistry, path_tag
 from pytest_llmeval.tools.broker import ToolBroker
 
 __all__ = ["RunWriter", "events"]
@@ -59,7 +60,7 @@ class RunWriter:
         """The report of ``results`` (sorted by node id): aggregates and fingerprints."""
         settings = self.context.settings
         registry = self.context.registry
-        return build_report(
+        report = build_report(
             results,
             self.suites,
             self.dataset_hashes(results),
@@ -69,29 +70,59 @@ class RunWriter:
                 "fixtures_sha256": _fixtures_fingerprint(settings.fixtures),
             },
         )
+        changed = self.context.collected.changed
+        report.datasets_changed = dict(sorted(changed.items())) if changed else None
+        return report
 
     def dataset_hashes(self, results: Sequence[CaseResult]) -> dict[str, str]:
+        """Each data file's sha256: of the bytes collected when this session collected it (the
+        bytes its cases were judged on), else of the file as it is now (``summarize``). A file
+        whose bytes are no longer those collected is noted in ``context.collected.changed``."""
         rootdir = self.context.settings.rootdir
+        collected = self.context.collected
         hashes: dict[str, str] = {}
         for name in sorted({r.file for r in results}):
-            if (rootdir / name).is_file():
-                hashes[name] = file_sha256(rootdir / name)
+            now = file_sha256(rootdir / name) if (rootdir / name).is_file() else None
+            seen = collected.hashes.get(name)
+            if seen is not None and seen != now:
+                collected.changed.setdefault(
+                    name, "changed on disk after it was collected" if now else "is gone"
+                )
+            if seen or now:
+                hashes[name] = seen or now  # type: ignore[assignment]
         return hashes
 
     def suite_artifacts(self, results: Sequence[CaseResult]) -> list[tuple[str, Any]]:
-        """Per-file artifacts of the suites (``toolforge/<stem>.json`` ...)."""
+        """Per-file artifacts of the suites (``toolforge/<stem>.json`` ...), one name per data
+        file: files whose artifacts would share a name (``v1/x.golden.json`` and
+        ``v2/x.golden.json``, ``a/x.jsonl`` and ``a_x.jsonl``) are made again with a short hash
+        of their path in it (:attr:`CaseSource.tag`); every other name stays as it is."""
         rootdir = self.context.settings.rootdir
         by_file: dict[tuple[str, str], list[CaseResult]] = {}
         for result in results:
             by_file.setdefault((result.suite, result.file), []).append(result)
-        out: list[tuple[str, Any]] = []
+        made: list[tuple[SuiteBase, CaseSource, list[CaseResult], dict[str, Any]]] = []
         for (suite_name, file), rows in sorted(by_file.items()):
             suite = self.suites.get(suite_name)
             if suite is None or not (rootdir / file).is_file():
                 continue
             source = CaseSource(path=rootdir / file, display=file)
-            out += sorted(suite.file_artifacts(source, rows, self.context, self.run_id).items())
-        return out
+            made.append((suite, source, rows, self._file_artifacts(suite, source, rows)))
+        taken = Counter(name for *_, artifacts in made for name in artifacts)
+        out: list[tuple[str, Any, str]] = []
+        for suite, source, rows, artifacts in made:
+            if any(taken[name] > 1 for name in artifacts):  # made again, with the path's tag
+                tag = path_tag(source.display)
+                again = self._file_artifacts(suite, replace(source, tag=tag), rows)
+                # a suite that does not name its artifacts by the tag gets it put in
+                artifacts = {_tagged(k, tag) if k in artifacts else k: v for k, v in again.items()}
+            out += [(name, value, source.display) for name, value in sorted(artifacts.items())]
+        return _unique(out)
+
+    def _file_artifacts(
+        self, suite: SuiteBase, source: CaseSource, rows: Sequence[CaseResult]
+    ) -> dict[str, Any]:
+        return dict(suite.file_artifacts(source, rows, self.context, self.run_id))
 
     def write(
         self,
@@ -236,6 +267,22 @@ class RunWriter:
             **result.model_dump(mode="json", exclude={"events", "phase", "traceback"}),
         }
         return self.redactor.value(row)  # type: ignore[no-any-return]
+
+
+def _tagged(name: str, tag: str) -> str:
+    """``name`` with ``tag`` before its extension (``gaia/x.json`` -> ``gaia/x.<tag>.json``)."""
+    head, dot, extension = name.rpartition(".")
+    return f"{head}.{tag}.{extension}" if dot and "/" not in extension else f"{name}.{tag}"
+
+
+def _unique(artifacts: Sequence[tuple[str, Any, str]]) -> list[tuple[str, Any]]:
+    """The artifacts by name; a name two files still share (a file of the user's named like
+    another's tagged artifact) takes its file's whole path hash."""
+    taken = Counter(name for name, _, _ in artifacts)
+    return [
+        (_tagged(name, path_tag(display, 64)) if taken[name] > 1 else name, value)
+        for name, value, display in artifacts
+    ]
 
 
 def _pytest_version() -> str:

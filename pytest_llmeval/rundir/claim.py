@@ -16,14 +16,14 @@ import contextlib
 import errno
 import fcntl
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.rundir.files import is_run_dir, read_json, tag_run_dir
 from pytest_llmeval.rundir.layout import RunLayout
+from pytest_llmeval.rundir.owned import remove_owned, sort_files
 
 __all__ = [
     "RunDirLock",
@@ -143,10 +143,13 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def prepare_merge_dir(out_dir: Path, inputs: Sequence[Path]) -> None:
-    """Make ``out_dir`` ready for a merge of the run dirs ``inputs``: it must be new, empty, or
-    an earlier merge's output (which is then removed). A folder that is or holds an input, a
-    file, or a folder of anything else raises :class:`RunDirError` before anything is removed."""
+def prepare_merge_dir(out_dir: Path, inputs: Sequence[Path], writes: Collection[str] = ()) -> None:
+    """Make ``out_dir`` ready for a merge of the run dirs ``inputs``: it must be new, empty, an
+    earlier merge's output, or a run dir holding only a user's files. The files the plugin
+    wrote there are removed; a user's files stay (:mod:`pytest_llmeval.rundir.owned`). A folder
+    that is or holds an input, a file, a folder of anything else, or a user's file where the
+    merge writes (``writes``, paths inside the run dir) raises :class:`RunDirError` before
+    anything is removed."""
     resolved = out_dir.resolve()
     for path in inputs:  # replacing out_dir must never delete an input
         if path.resolve().is_relative_to(resolved):
@@ -157,11 +160,22 @@ def prepare_merge_dir(out_dir: Path, inputs: Sequence[Path]) -> None:
         raise RunDirError(f"{out_dir}: exists and is not a folder")
     if not any(out_dir.iterdir()):
         return
+    files = sort_files(out_dir) if is_run_dir(out_dir) else None
+    if files is None or not (_merged(out_dir) or files.owned == (RunLayout(out_dir).tag.name,)):
+        raise RunDirError(f"{out_dir}: exists and is not empty (and not an earlier merge's output)")
+    clashes = files.clashes(writes)
+    if clashes:
+        raise RunDirError(
+            f"{out_dir}: holds {clashes[0]}, which no merge wrote, where this merge writes; "
+            "move it out of the way, or give another output folder"
+        )
+    remove_owned(out_dir, files)
+
+
+def _merged(run_dir: Path) -> bool:
+    """Whether ``run_dir``'s manifest says a merge wrote it."""
     try:
-        manifest = read_json(out_dir / "manifest.json") if is_run_dir(out_dir) else None
+        manifest = read_json(RunLayout(run_dir).manifest)
     except RunDirError:
-        manifest = None
-    if isinstance(manifest, dict) and "merged_from" in manifest:
-        shutil.rmtree(out_dir)
-        return
-    raise RunDirError(f"{out_dir}: exists and is not empty (and not an earlier merge's output)")
+        return False
+    return isinstance(manifest, dict) and "merged_from" in manifest

@@ -112,7 +112,9 @@ ARTIFACTS: tuple[Artifact, ...] = (
         "json",
         "report.writer.RunWriter (Suite.file_artifacts)",
         ("baseline (toolforge)",),
-        "a suite's own per-file report (toolforge/<stem>.json, integration/<path>.json ...)",
+        "a suite's own per-file report (toolforge/<stem>.json, integration/<path>.json ...); "
+        "one per data file: two files that would share a name get a short hash of their path "
+        "in it (toolforge/<stem>.<hash>.json)",
     ),
     Artifact(
         "workspaces/<case>/",

@@ -218,6 +218,9 @@ class Report(BaseModel):
     """Data file (relative to the rootdir) -> sha256 of its bytes."""
     dataset_sha256: str
     """sha256 over :attr:`datasets`."""
+    datasets_changed: dict[str, str] | None = None
+    """Data files whose bytes changed while the run used them -> what happened (present only
+    then): :attr:`datasets` holds the hash of the bytes collected, the ones judged."""
     runner_fingerprint: str | None
     """The one runner's fingerprint id; ``None`` with several runners or none."""
     runners: dict[str, dict[str, Any]]
@@ -238,8 +241,10 @@ class Report(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         """The JSON body: optional sections only when present."""
-        optional = {"deselected", "gates", "baseline", "interrupted"}
+        optional = {"deselected", "gates", "baseline", "interrupted", "datasets_changed"}
         body = self.model_dump(mode="json", exclude=optional)
+        if self.datasets_changed is not None:
+            body["datasets_changed"] = self.datasets_changed
         if self.deselected is not None:
             body["deselected"] = self.deselected
         if self.interrupted is not None:

@@ -14,6 +14,7 @@ registered, so every suite the registry hands out has every member.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from pytest_llmeval.tools.registry import ToolRegistry
 __all__ = [
     "RUNNER_MODEL_KEY",
     "CaseSource",
+    "CollectedData",
     "LoadItem",
     "PendingCase",
     "ProtocolSuite",
@@ -39,14 +41,38 @@ __all__ = [
     "SuiteBase",
     "SuiteContext",
     "SuiteRegistry",
+    "artifact_name",
     "base_totals",
+    "display_stem",
     "fallback_case_id",
+    "path_tag",
     "row_fingerprint",
 ]
 
 RUNNER_MODEL_KEY = "runner_model"
 """The metadata key of a case built from :attr:`SuiteContext.runner_model`: the name it was
 built for, so the plugin can refuse to run it with an agent that names another model."""
+
+
+@dataclass
+class CollectedData:
+    """What the session read of each data file at collection, by its path relative to the
+    rootdir: report.json's ``datasets`` records these hashes, of the bytes the cases were
+    judged on, not of the file as it is when the run ends."""
+
+    hashes: dict[str, str] = field(default_factory=dict)
+    """sha256 of the bytes collected."""
+    changed: dict[str, str] = field(default_factory=dict)
+    """Data files whose bytes changed while the run used them -> what happened."""
+
+    def add(self, name: str, digest: str) -> None:
+        """One process's hash of ``name`` as it collected it (xdist workers each send theirs)."""
+        if self.hashes.setdefault(name, digest) != digest:
+            self.changed.setdefault(
+                name,
+                "changed between the xdist workers' collections: its cases were judged "
+                "on different contents",
+            )
 
 
 @dataclass
@@ -64,6 +90,8 @@ class SuiteContext:
     a case built from the model's name (When2Call's ``prompt_format: auto`` without
     ``--llmeval-model``); ``None`` when it names none. The plugin answers it once per process,
     before any such case is built, so every case of the process gets the same answer."""
+    collected: CollectedData = field(default_factory=CollectedData)
+    """The data files' hashes as this session collected them (filled by the plugin)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SuiteContext:
@@ -95,6 +123,29 @@ class CaseSource:
     """The data file relative to the rootdir (``/`` separators), for messages and results."""
     options: dict[str, Any] = field(default_factory=dict)
     """Options from a ``*.llmeval.yaml`` manifest (empty for a file collected on its own)."""
+    tag: str | None = None
+    """A short hash of ``display`` (:func:`path_tag`), set when this file's per-file artifact
+    would take another file's name in the same run: :func:`artifact_name` adds it."""
+
+
+def path_tag(display: str, length: int = 8) -> str:
+    """A short, stable hash of a data file's path relative to the rootdir: the same on every
+    machine and under any number of xdist workers."""
+    return sha256_hex(display.encode("utf-8"))[:length]
+
+
+def display_stem(source: CaseSource) -> str:
+    """``source``'s path relative to the rootdir, without its extension, every character but
+    letters, digits, ``.``, ``-`` and ``_`` made ``_`` (``evals/a b.jsonl`` -> ``evals_a_b``):
+    readable, but not unique on its own (``a/x.jsonl`` and ``a_x.jsonl`` meet); the run
+    writer gives such files a :attr:`CaseSource.tag`."""
+    return re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
+
+
+def artifact_name(folder: str, stem: str, source: CaseSource) -> str:
+    """A per-file artifact's name in the run dir: ``<folder>/<stem>.json``, or
+    ``<folder>/<stem>.<tag>.json`` when another file of the run would take that name."""
+    return f"{folder}/{stem}.{source.tag}.json" if source.tag else f"{folder}/{stem}.json"
 
 
 class PendingCase:

@@ -30,7 +30,6 @@ counted in ``unleveled`` (and overall) only.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,7 +44,9 @@ from pytest_llmeval.suites.base import (
     LoadItem,
     SuiteBase,
     SuiteContext,
+    artifact_name,
     base_totals,
+    display_stem,
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
@@ -204,8 +205,7 @@ class GaiaSuite(SuiteBase):
             if r.outcome != "skipped"
         ]
         body = {"file": source.display, **gaia.aggregate(_rows(results)), "answers": answers}
-        stem = re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
-        return {f"gaia/{stem}.json": body}
+        return {artifact_name("gaia", display_stem(source), source): body}
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         parts = [f"gaia {artifacts.get('file')}: accuracy {_share(artifacts)}"]

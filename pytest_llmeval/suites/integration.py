@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,6 +51,8 @@ from pytest_llmeval.suites.base import (
     LoadItem,
     SuiteBase,
     SuiteContext,
+    artifact_name,
+    display_stem,
     fallback_case_id,
     row_fingerprint,
 )
@@ -255,8 +256,7 @@ class IntegrationSuite(SuiteBase):
             "wall_time_sec": round(sum(r.duration_ms for r in results) / 1000, 3),
             "metrics": metrics,
         }
-        stem = re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
-        return {f"integration/{stem}.json": body}
+        return {artifact_name("integration", display_stem(source), source): body}
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         m = artifacts.get("metrics") or {}

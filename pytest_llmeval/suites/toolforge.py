@@ -28,6 +28,7 @@ from pytest_llmeval.suites.base import (
     LoadItem,
     SuiteBase,
     SuiteContext,
+    artifact_name,
     base_totals,
     fallback_case_id,
     row_fingerprint,
@@ -177,7 +178,7 @@ class ToolForgeSuite(SuiteBase):
             tool_version=tool.version if tool else None,
             description_hash=tf.description_hash(tool.description) if tool else None,
             registry_size=registry_size,
-            eval_file_hash=file_sha256(source.path),
+            eval_file_hash=ctx.collected.hashes.get(source.display) or file_sha256(source.path),
             staleness_warnings=staleness.warnings,
             baseline=_baseline(ctx, name),
         )
@@ -281,8 +282,7 @@ def _tool_name(source: CaseSource, metadata: dict[str, Any] | None) -> str:
 
 
 def _artifact_name(source: CaseSource) -> str:
-    stem = source.path.name.removesuffix(".json")
-    return f"toolforge/{stem}.json"
+    return artifact_name("toolforge", source.path.name.removesuffix(".json"), source)
 
 
 def _baseline(ctx: SuiteContext, name: str) -> dict[str, Any] | None:

@@ -52,7 +52,6 @@ in :mod:`~pytest_llmeval.suites.when2call_metrics`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
@@ -78,6 +77,8 @@ from pytest_llmeval.suites.base import (
     LoadItem,
     SuiteBase,
     SuiteContext,
+    artifact_name,
+    display_stem,
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
@@ -377,8 +378,12 @@ class When2CallSuite(SuiteBase):
         self, source: CaseSource, results: Sequence[CaseResult], ctx: SuiteContext, run_id: str
     ) -> dict[str, Any]:
         """``when2call/<data path>.json``: the file's metrics."""
-        stem = re.sub(r"[^\w.-]+", "_", source.display.rsplit(".", 1)[0])
-        return {f"when2call/{stem}.json": {"file": source.display, **aggregate(results)}}
+        return {
+            artifact_name("when2call", display_stem(source), source): {
+                "file": source.display,
+                **aggregate(results),
+            }
+        }
 
     def console_lines(self, artifacts: dict[str, Any]) -> list[str]:
         return console(artifacts)

@@ -317,6 +317,21 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "setup-only sessions write no run": ("marks", [
         "test_a_session_that_runs_no_test_writes_no_run",
     ]),
+    # round 2: files
+    "merge and validate-sharding delete only what they wrote": ("files", [
+        "test_merging_again_keeps_the_users_files_in_the_output",
+        "test_merge_refuses_a_users_file_where_it_writes_and_touches_nothing",
+        "test_validate_sharding_keeps_the_users_files_in_the_run_dirs_it_replaces",
+    ]),
+    "every data file keeps its own per-file artifact": ("files", [
+        "test_two_toolforge_files_of_one_name_keep_an_artifact_each",
+        "test_when2call_files_whose_escaped_paths_meet_keep_an_artifact_each",
+        "test_a_registered_suite_that_names_artifacts_by_file_name_keeps_one_each",
+    ]),
+    "the data hash is of the bytes judged": ("files", [
+        "test_a_data_file_edited_during_the_run_records_the_bytes_judged",
+        "test_workers_that_collected_different_bytes_are_noted",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -332,6 +332,10 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_data_file_edited_during_the_run_records_the_bytes_judged",
         "test_workers_that_collected_different_bytes_are_noted",
     ]),
+    # round 2: hostile review
+    "an eval case's teardown error is red in every mode": ("hostile2", [
+        "test_an_eval_cases_teardown_error_is_red_in_every_mode",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

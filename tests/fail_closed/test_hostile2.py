@@ -1,0 +1,67 @@
+"""Fail closed, round 2's hostile review: what the finished round still let end green.
+
+Each entry drives a real session through pytester and asserts the exit status and the
+recorded verdict, the two things CI and ``runs`` read:
+
+* an eval case whose teardown errors (a user's fixture) keeps its result, and the run is red
+  in every mode: ``--llmeval-exit-on gates`` used to turn pytest's exit 1 into 0 and record
+  ``passed``, because the teardown carries no result for the verdict to judge.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import read_jsonl, write_json
+
+CASES = [
+    {"id": "ok", "input": "same", "expected_output": "same"},
+    {"id": "also", "input": "again", "expected_output": "again"},
+]
+"""Two cases the ``echo`` runner passes."""
+
+
+def _verdict(run: Path) -> dict[str, Any]:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    return manifest["verdict"]  # type: ignore[no-any-return]
+
+
+# -- an eval case's teardown error --------------------------------------------------------
+
+TEARDOWN_ERROR = """
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def cleanup(request):
+    yield
+    if request.node.name == "ok":
+        raise RuntimeError("cleanup broke")
+"""
+
+
+@pytest.mark.parametrize("exit_on", ["all", "gates"])
+def test_an_eval_cases_teardown_error_is_red_in_every_mode(
+    pytester: pytest.Pytester, exit_on: str
+) -> None:
+    """A fixture's teardown raises after its case passed: the result stands, but the run is
+    red (exit 1, verdict ``failed`` naming the case), also under ``--llmeval-exit-on gates``
+    where the gates alone used to decide, and ``summarize`` keeps it."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(TEARDOWN_ERROR)
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir=run", "--llmeval-exit-on", exit_on,
+        "--llmeval-gate", "golden.pass_rate>=0.5",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    verdict = _verdict(pytester.path / "run")
+    assert verdict["status"] == "failed"
+    assert verdict["exit_status"] == 1
+    assert any("teardown errored" in r and "qa.golden.json::ok" in r for r in verdict["reasons"])
+    rows = read_jsonl(pytester.path / "run" / "results.jsonl")
+    assert {r["case_id"]: r["outcome"] for r in rows} == {"ok": "passed", "also": "passed"}

@@ -5,7 +5,9 @@ recorded verdict, the two things CI and ``runs`` read:
 
 * an eval case whose teardown errors (a user's fixture) keeps its result, and the run is red
   in every mode: ``--llmeval-exit-on gates`` used to turn pytest's exit 1 into 0 and record
-  ``passed``, because the teardown carries no result for the verdict to judge.
+  ``passed``, because the teardown carries no result for the verdict to judge;
+* an agent's ``pytest.xfail()`` is a case left out, and the one line that says so gives the
+  agent's reason, not the whole traceback pytest keeps in the report.
 """
 
 from __future__ import annotations
@@ -65,3 +67,37 @@ def test_an_eval_cases_teardown_error_is_red_in_every_mode(
     assert any("teardown errored" in r and "qa.golden.json::ok" in r for r in verdict["reasons"])
     rows = read_jsonl(pytester.path / "run" / "results.jsonl")
     assert {r["case_id"]: r["outcome"] for r in rows} == {"ok": "passed", "also": "passed"}
+
+
+# -- an agent's pytest.xfail() ------------------------------------------------------------
+
+AGENT_XFAIL = """
+import pytest
+
+
+class Agent:
+    def run(self, case, broker):
+        if case.case_id == "ok":
+            pytest.xfail("known bad")
+        return {"response": case.messages[-1].content, "toolCalls": []}
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+"""
+
+
+def test_an_agents_xfail_is_a_case_left_out_with_its_reason(pytester: pytest.Pytester) -> None:
+    """An agent calls ``pytest.xfail()``: the case was not judged, so it is left out as a skip
+    (gate ``partial``, the run red), and the verdict's one line gives the agent's reason, not
+    the whole traceback pytest keeps in the report."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(AGENT_XFAIL)
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-run-dir=run", "--llmeval-gate", "golden.pass_rate>=0.5")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert rows["ok"]["outcome"] == "skipped" and rows["ok"]["error"] == "known bad"
+    reasons = _verdict(pytester.path / "run")["reasons"]
+    assert any("(first: qa.golden.json::ok: known bad)" in r for r in reasons), reasons

@@ -7,7 +7,9 @@ recorded verdict, the two things CI and ``runs`` read:
   in every mode: ``--llmeval-exit-on gates`` used to turn pytest's exit 1 into 0 and record
   ``passed``, because the teardown carries no result for the verdict to judge;
 * an agent's ``pytest.xfail()`` is a case left out, and the one line that says so gives the
-  agent's reason, not the whole traceback pytest keeps in the report.
+  agent's reason, not the whole traceback pytest keeps in the report;
+* a case the baseline judged and this run skipped fails the baseline comparison, as a skip
+  fails a gate it left partial: with only a baseline, a missing key compared the rest, green.
 """
 
 from __future__ import annotations
@@ -101,3 +103,46 @@ def test_an_agents_xfail_is_a_case_left_out_with_its_reason(pytester: pytest.Pyt
     assert rows["ok"]["outcome"] == "skipped" and rows["ok"]["error"] == "known bad"
     reasons = _verdict(pytester.path / "run")["reasons"]
     assert any("(first: qa.golden.json::ok: known bad)" in r for r in reasons), reasons
+
+
+# -- a skipped case under a baseline comparison -------------------------------------------
+
+SKIP_ONE = """
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "ok":
+            item.add_marker(pytest.mark.skip(reason="OK_KEY not set"))
+"""
+
+
+@pytest.mark.parametrize("exit_on", ["all", "gates"])
+def test_a_skipped_case_fails_a_baseline_comparison(
+    pytester: pytest.Pytester, exit_on: str
+) -> None:
+    """With a baseline as the only decision, a case the baseline judged and this run skipped
+    cannot regress: the comparison judged only the rest, and the run is red, as a gate left
+    partial by a skip is; a deselection (``-k``) stays green."""
+    pytester.makeini("[pytest]\n")
+    write_json(pytester, "qa.golden.json", CASES)
+    blessed = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir=first", "--llmeval-update-baseline=b.json"
+    )
+    assert blessed.ret == pytest.ExitCode.OK
+    compare = ("--llmeval-runner", "echo", "--llmeval-baseline=b.json", "--llmeval-exit-on")
+    chosen = pytester.runpytest(*compare, exit_on, "--llmeval-run-dir=chosen", "-k", "not ok")
+    assert chosen.ret == pytest.ExitCode.OK
+    pytester.makeconftest(SKIP_ONE)
+    result = pytester.runpytest(*compare, exit_on, "--llmeval-run-dir=run")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    verdict = _verdict(pytester.path / "run")
+    assert verdict["status"] == "failed"
+    line = (
+        "1 eval case(s) the baseline judged were skipped (first: qa.golden.json::ok: "
+        "OK_KEY not set), so the baseline comparison judged only the rest and the run fails; "
+        "let them run, or leave them out on purpose with -k, -m or --deselect"
+    )
+    assert line in verdict["reasons"]
+    assert line in result.stdout.lines

@@ -339,6 +339,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "an agent's pytest.xfail() is a case left out, with its reason": ("hostile2", [
         "test_an_agents_xfail_is_a_case_left_out_with_its_reason",
     ]),
+    "a skip fails a baseline comparison as it fails a gate": ("hostile2", [
+        "test_a_skipped_case_fails_a_baseline_comparison",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -9,7 +9,9 @@ recorded verdict, the two things CI and ``runs`` read:
 * an agent's ``pytest.xfail()`` is a case left out, and the one line that says so gives the
   agent's reason, not the whole traceback pytest keeps in the report;
 * a case the baseline judged and this run skipped fails the baseline comparison, as a skip
-  fails a gate it left partial: with only a baseline, a missing key compared the rest, green.
+  fails a gate it left partial: with only a baseline, a missing key compared the rest, green;
+* a secret echoed with every character encoded (JSON ``\\u00xx``, percent-encoding of every
+  byte, any hex case) is masked and found by the leak check, as its usual encodings are.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_llmeval.core.redact import MASK, Redactor, find_leaks
 from tests.conftest import read_jsonl, write_json
 
 CASES = [
@@ -146,3 +149,67 @@ def test_a_skipped_case_fails_a_baseline_comparison(
     )
     assert line in verdict["reasons"]
     assert line in result.stdout.lines
+
+
+# -- a secret with every character encoded ------------------------------------------------
+
+KEY = "Qm7tRz2KwX9pLv4N"
+"""A fake key for ``SERVICE_KEY``."""
+
+
+def _every_char(value: str) -> dict[str, str]:
+    """``value`` with every character encoded, letters and digits too, in each hex case."""
+    return {
+        "json-lower": "".join(f"\\u{ord(c):04x}" for c in value),
+        "json-upper": "".join(f"\\u{ord(c):04X}" for c in value),
+        "json-mixed": "".join(f"\\u{ord(c):04{'xX'[i % 2]}}" for i, c in enumerate(value)),
+        "percent-upper": "".join(f"%{b:02X}" for b in value.encode()),
+        "percent-lower": "".join(f"%{b:02x}" for b in value.encode()),
+    }
+
+
+ECHO_ENCODED = """
+import os
+import pytest
+
+
+class Agent:
+    def run(self, case, broker):
+        key = os.environ["SERVICE_KEY"]
+        forms = [
+            "".join(f"\\\\u{ord(c):04x}" for c in key),
+            "".join(f"%{b:02X}" for b in key.encode()),
+        ]
+        raise RuntimeError("backend said: " + " ".join(forms))
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+"""
+
+
+def test_a_secret_with_every_character_encoded_is_masked_and_found(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An encoder that escapes every character (JSON ``\\u00xx``, percent-encoding of every
+    byte, in any hex case) echoes a key: the redactor masks it, so no file of the run holds
+    it, and the leak check finds it in a file that holds it all the same."""
+    redactor = Redactor(secrets=[KEY])
+    for name, form in _every_char(KEY).items():
+        assert redactor.text(f"said: {form}.") == f"said: {MASK}.", name
+        leaked = tmp_path / f"{name}.txt"
+        leaked.write_text(f"body: {form}\n", encoding="utf-8")
+        assert find_leaks([leaked], [KEY]) == [leaked], name
+    monkeypatch.setenv("SERVICE_KEY", KEY)
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(ECHO_ENCODED)
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-run-dir=run", "--junitxml=junit.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert not any("leak" in r for r in _verdict(pytester.path / "run")["reasons"])
+    forms = _every_char(KEY)
+    for file in [*sorted((pytester.path / "run").rglob("*.*")), pytester.path / "junit.xml"]:
+        text = file.read_text(encoding="utf-8", errors="replace")
+        held = [name for name, form in forms.items() if form.lower() in text.lower()]
+        assert not held, f"{file.name} holds the key as {held}"

@@ -342,6 +342,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a skip fails a baseline comparison as it fails a gate": ("hostile2", [
         "test_a_skipped_case_fails_a_baseline_comparison",
     ]),
+    "a secret with every character encoded is masked and found": ("hostile2", [
+        "test_a_secret_with_every_character_encoded_is_masked_and_found",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -11,7 +11,9 @@ recorded verdict, the two things CI and ``runs`` read:
 * a case the baseline judged and this run skipped fails the baseline comparison, as a skip
   fails a gate it left partial: with only a baseline, a missing key compared the rest, green;
 * a secret echoed with every character encoded (JSON ``\\u00xx``, percent-encoding of every
-  byte, any hex case) is masked and found by the leak check, as its usual encodings are.
+  byte, any hex case) is masked and found by the leak check, as its usual encodings are;
+* a ``flaky`` mark a hook adds as a case starts (after the collection-time check) is refused
+  as one added at collection: reruns kept the last attempt, a green best of two.
 """
 
 from __future__ import annotations
@@ -213,3 +215,47 @@ def test_a_secret_with_every_character_encoded_is_masked_and_found(
         text = file.read_text(encoding="utf-8", errors="replace")
         held = [name for name, form in forms.items() if form.lower() in text.lower()]
         assert not held, f"{file.name} holds the key as {held}"
+
+
+# -- a flaky mark added as the case starts -------------------------------------------------
+
+LATE_FLAKY = """
+from pathlib import Path
+
+import pytest
+
+
+class Agent:
+    def run(self, case, broker):
+        first = Path(__file__).parent / f"{case.case_id}.tried"
+        if not first.exists():  # every case errors on its first attempt only
+            first.write_text("x")
+            raise RuntimeError("backend down")
+        return {"response": case.messages[-1].content, "toolCalls": []}
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.add_marker(pytest.mark.flaky(reruns=2))  # after collection, before reruns read it
+"""
+
+
+def test_a_flaky_mark_added_as_the_case_starts_is_refused(pytester: pytest.Pytester) -> None:
+    """A conftest marks each case ``flaky`` as its run starts (after the collection-time check):
+    pytest-rerunfailures would run the errored first attempt again and keep only the pass, a
+    green best-of-two; the mark is the case's error on every attempt, and the run is red."""
+    pytest.importorskip("pytest_rerunfailures")
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(LATE_FLAKY)
+    write_json(pytester, "qa.golden.json", CASES)
+    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "rerunfailures")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    rows = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert {k: r["outcome"] for k, r in rows.items()} == {"ok": "error", "also": "error"}
+    assert all("flaky mark" in str(r["error"]) for r in rows.values())
+    assert _verdict(pytester.path / "run")["status"] == "failed"

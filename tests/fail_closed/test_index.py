@@ -345,6 +345,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a secret with every character encoded is masked and found": ("hostile2", [
         "test_a_secret_with_every_character_encoded_is_masked_and_found",
     ]),
+    "a flaky mark added after collection is refused": ("hostile2", [
+        "test_a_flaky_mark_added_as_the_case_starts_is_refused",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

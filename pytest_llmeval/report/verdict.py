@@ -205,8 +205,8 @@ def judge(
             )
         except (FingerprintMismatch, ValueError) as exc:
             verdict.baseline_refusal = str(exc)
-        compared = skipped_under_baseline(verdict.baseline_diff, results) if partly is None else None
-        if compared is not None and unjudged is None:
+        compared = skipped_under_baseline(verdict.baseline_diff, results)
+        if compared is not None and unjudged is None and partly is None:
             verdict.faults.append(Fault("unjudged", compared))
     report.baseline = verdict.baseline_diff
     return verdict

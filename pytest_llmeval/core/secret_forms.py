@@ -91,12 +91,32 @@ def base64_forms(secret: str) -> list[str]:
     return list(dict.fromkeys(f for f in forms if f and f != secret))
 
 
+def _uniform_forms(secret: str) -> list[str]:
+    """``secret`` with every character encoded, letters and digits too: JSON ``\\u00xx``
+    escapes (an encoder that escapes all) and percent-encoding (an encoder that encodes every
+    byte), in lower-case hex (:func:`_uniform_pattern` matches either case)."""
+    forms = ["".join(f"%{b:02x}" for b in secret.encode())]
+    if all(ord(c) < 0x10000 for c in secret):
+        forms.append("".join(f"\\u{ord(c):04x}" for c in secret))
+    return forms
+
+
+def _uniform_pattern(form: str) -> str:
+    """A :func:`_uniform_forms` form as a pattern whose hex digits match in either case."""
+    return _hex(form)
+
+
+_STABLE = re.compile(r"[0-9%\\u]+")
+"""Characters of a :func:`_uniform_forms` form that no choice of hex case changes."""
+
+
 @functools.lru_cache(maxsize=256)
 def secret_pattern(secret: str) -> str:
     """One regular expression for ``secret`` and each of its encoded forms (see the module)."""
     forms = [_escaped(secret)]
     if len(secret) >= 4:
         forms += [_escaped(f) for f in base64_forms(secret)]
+        forms += [_uniform_pattern(f) for f in _uniform_forms(secret)]
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -118,6 +138,9 @@ def _anchors(secret: str) -> frozenset[str]:
     for form in (secret, *base64_forms(secret)):
         runs = _RUN.findall(form)
         found.add(max(runs, key=len) if runs else "")
+    if len(secret) >= 4:  # every character encoded: the longest run whatever the hex case
+        for form in _uniform_forms(secret):
+            found.add(max(_STABLE.findall(form), key=len, default=""))
     return frozenset(found)
 
 

@@ -403,7 +403,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 @pytest.hookimpl(tryfirst=True)  # as pytest's skip marks: before the case's agent is waited on
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if isinstance(item, EvalItem):
-        refused = protocol_refusals.mark_refusal(item.config, item.nodeid)
+        refused = protocol_refusals.mark_refusal(item)
         if refused is not None:  # a flaky mark: its reruns would keep only the last attempt
             raise ConfigError(refused)
 

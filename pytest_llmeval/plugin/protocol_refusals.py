@@ -63,18 +63,26 @@ def check(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
     if not any(config.pluginmanager.hasplugin(name) for name in RERUN_PLUGINS):
         return
     marked = [item.nodeid for item in items if item.get_closest_marker("flaky") is not None]
-    if marked:
-        line = (
-            "a flaky mark would run this eval case again and report only its last attempt: "
-            f"remove the mark, and {REPEATS_HINT}"
-        )
-        config.stash[_refused_key] = dict.fromkeys(marked, line)
+    config.stash[_refused_key] = dict.fromkeys(marked, FLAKY_MARK)
 
 
-def mark_refusal(config: pytest.Config, nodeid: str) -> str | None:
-    """The error of the eval case ``nodeid`` when its ``flaky`` mark is refused, else None."""
-    refused = config.stash.get(_refused_key, None)
-    return refused.get(nodeid) if refused else None
+FLAKY_MARK = (
+    "a flaky mark would run this eval case again and report only its last attempt: "
+    f"remove the mark, and {REPEATS_HINT}"
+)
+"""The error of an eval case whose ``flaky`` mark a rerun plugin would read."""
+
+
+def mark_refusal(item: pytest.Item) -> str | None:
+    """The error of the eval case ``item`` when its ``flaky`` mark is refused, else None: one
+    marked at collection, or later (a hook that marks it as its run starts, before the rerun
+    plugin reads the mark), when a rerun plugin is loaded."""
+    refused = item.config.stash.get(_refused_key, None)
+    if refused is None:  # no rerun plugin loaded
+        return None
+    if item.nodeid in refused or item.get_closest_marker("flaky") is not None:
+        return FLAKY_MARK
+    return None
 
 
 def hand_to_worker(config: pytest.Config, workerinput: dict[str, object]) -> None:

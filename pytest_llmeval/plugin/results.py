@@ -448,6 +448,9 @@ def _message(excinfo: Any) -> str:
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
+    wasxfail = getattr(report, "wasxfail", None)
+    if wasxfail is not None:  # pytest.xfail(): its longrepr is the whole traceback
+        return str(wasxfail) or "xfail"
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         return str(longrepr[2]).removeprefix("Skipped: ")

@@ -122,8 +122,10 @@ class SessionReport:
         # a data file that failed to collect has no result for the verdict to judge
         collect = isinstance(report, pytest.CollectReport)
         plain = report.failed and (collect or not self._is_case(report.nodeid))
-        if plain and report.nodeid not in self.plain_failed:
-            self.plain_failed.append(report.nodeid)
+        # an eval case's teardown that errored (a fixture's): its result stands, the run is red
+        nodeid = report.nodeid if plain else run_verdict.teardown_failed(report)
+        if nodeid is not None and nodeid not in self.plain_failed:
+            self.plain_failed.append(nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:

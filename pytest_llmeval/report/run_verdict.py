@@ -28,6 +28,7 @@ __all__ = [
     "record",
     "recorded_faults",
     "standing_crashes",
+    "teardown_failed",
 ]
 
 NO_TESTS_COLLECTED = 5
@@ -145,10 +146,31 @@ def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> lis
     return out
 
 
+TEARDOWN = " (its teardown errored)"
+"""What :func:`teardown_failed` adds to an eval case's node id."""
+
+
+def teardown_failed(report: object) -> str | None:
+    """The node id of an eval case whose teardown errored (a fixture's, a plugin's), marked
+    so by :data:`TEARDOWN`; ``None`` for any other report. Its result stands, but an error is
+    never green: pytest's own status says 1, and ``--llmeval-exit-on gates`` must not make
+    it 0."""
+    failed = getattr(report, "when", None) == "teardown" and getattr(report, "failed", False)
+    return f"{getattr(report, 'nodeid', '?')}{TEARDOWN}" if failed else None
+
+
 def plain_tests_failed(nodeids: Sequence[str]) -> list[Fault]:
-    """The fault of tests that are not eval cases and failed, errored or were not collected
-    (none when there are none): red in every mode, ``--llmeval-exit-on gates`` included."""
-    if not nodeids:
-        return []
-    more = f" and {len(nodeids) - 1} more" if len(nodeids) > 1 else ""
-    return [Fault("tests", f"a test that is not an eval case failed: {nodeids[0]}{more}")]
+    """The fault of tests that are not eval cases and failed, errored or were not collected,
+    and of eval cases whose teardown errored (none when there are none): red in every mode,
+    ``--llmeval-exit-on gates`` included."""
+    faults = []
+    plain = [nodeid for nodeid in nodeids if not nodeid.endswith(TEARDOWN)]
+    torn = [nodeid.removesuffix(TEARDOWN) for nodeid in nodeids if nodeid.endswith(TEARDOWN)]
+    if plain:
+        more = f" and {len(plain) - 1} more" if len(plain) > 1 else ""
+        faults.append(Fault("tests", f"a test that is not an eval case failed: {plain[0]}{more}"))
+    if torn:
+        more = f" and {len(torn) - 1} more" if len(torn) > 1 else ""
+        message = f"an eval case's teardown errored (its result stands): {torn[0]}{more}"
+        faults.append(Fault("tests", message))
+    return faults

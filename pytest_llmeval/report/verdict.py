@@ -205,6 +205,9 @@ def judge(
             )
         except (FingerprintMismatch, ValueError) as exc:
             verdict.baseline_refusal = str(exc)
+        compared = skipped_under_baseline(verdict.baseline_diff, results)
+        if compared is not None and unjudged is None and partly is None:
+            verdict.faults.append(Fault("unjudged", compared))
     report.baseline = verdict.baseline_diff
     return verdict
 
@@ -245,6 +248,28 @@ def skipped_under_gates(partial: Sequence[GateResult], results: Sequence[CaseRes
         f"{len(skipped)} eval case(s) were skipped (first: {first.nodeid}{why}), so gate(s) "
         f"{', '.join(held)} judged only the rest and the run fails; let them run, or leave "
         "them out on purpose with -k, -m or --deselect"
+    )
+
+
+def skipped_under_baseline(diff: BaselineDiff | None, results: Sequence[CaseResult]) -> str | None:
+    """Why a baseline comparison fails the run when cases the baseline judged were skipped
+    now (a fixture's ``pytest.skip("KEY not set")``, a mark, an agent's skip), or ``None``. A
+    skipped case cannot regress, so under ``--llmeval-exit-on gates`` with only a baseline a
+    key missing in CI would compare one case in four and read green; as for a gate
+    (:func:`skipped_under_gates`), a skip is no choice of the user's, a deselection is."""
+    if diff is None:
+        return None
+    now = set(diff.flips.get("skipped", ()))
+    skipped = [r for r in results if r.nodeid in now and r.outcome == "skipped"]
+    skipped = [r for r in skipped if r.budget_skip is None]  # a budget's stop says so itself
+    if not skipped:
+        return None
+    first = skipped[0]
+    why = f": {first.error}" if first.error else ""
+    return (
+        f"{len(skipped)} eval case(s) the baseline judged were skipped (first: {first.nodeid}"
+        f"{why}), so the baseline comparison judged only the rest and the run fails; let them "
+        "run, or leave them out on purpose with -k, -m or --deselect"
     )
 
 

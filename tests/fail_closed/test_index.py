@@ -332,6 +332,22 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_data_file_edited_during_the_run_records_the_bytes_judged",
         "test_workers_that_collected_different_bytes_are_noted",
     ]),
+    # round 2: hostile review
+    "an eval case's teardown error is red in every mode": ("hostile2", [
+        "test_an_eval_cases_teardown_error_is_red_in_every_mode",
+    ]),
+    "an agent's pytest.xfail() is a case left out, with its reason": ("hostile2", [
+        "test_an_agents_xfail_is_a_case_left_out_with_its_reason",
+    ]),
+    "a skip fails a baseline comparison as it fails a gate": ("hostile2", [
+        "test_a_skipped_case_fails_a_baseline_comparison",
+    ]),
+    "a secret with every character encoded is masked and found": ("hostile2", [
+        "test_a_secret_with_every_character_encoded_is_masked_and_found",
+    ]),
+    "a flaky mark added after collection is refused": ("hostile2", [
+        "test_a_flaky_mark_added_as_the_case_starts_is_refused",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

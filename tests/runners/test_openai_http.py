@@ -506,12 +506,13 @@ def test_bad_provider_entries(entry: str, message: str) -> None:
 
 
 def test_bad_provider_setting_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    quiet = ("-p", "no:rerunfailures")  # it starts a socket thread in every xdist-capable session
     with pytest.raises(pytest.UsageError, match="llmeval_providers: provider entry 'x y'"):
-        pytester.parseconfigure("--llmeval-providers", "x y")
+        pytester.parseconfigure(*quiet, "--llmeval-providers", "x y")
     with pytest.raises(pytest.UsageError, match="--llmeval-extra-body takes a JSON object"):
-        pytester.parseconfigure("--llmeval-extra-body", "[1]")
+        pytester.parseconfigure(*quiet, "--llmeval-extra-body", "[1]")
     with pytest.raises(pytest.UsageError, match="needs --llmeval-model"):
-        pytester.parseconfigure("--llmeval-runner", "openai")
+        pytester.parseconfigure(*quiet, "--llmeval-runner", "openai")
 
 
 def make_settings(tmp_path: Path, **values: Any) -> Settings:

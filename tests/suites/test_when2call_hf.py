@@ -166,7 +166,9 @@ def test_the_openai_runner_scores_the_same_through_completions(
         bodies = server.completions_bodies()
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 8, result.stdout.str()
-    assert len(bodies) == 32 and all(b["echo"] is True for b in bodies)
+    probe, *scored = bodies  # one probe for prompt log-probabilities before any case
+    assert probe["echo"] is True and probe["logprobs"]
+    assert len(scored) == 32 and all(b["echo"] is True for b in scored)
     (run_dir,) = [p for p in (pytester.path / ".llmeval" / "runs").iterdir() if p.name != "latest"]
     results = {r["case_id"]: r["details"] for r in read_jsonl(run_dir / "results.jsonl")}
     for row in rows:

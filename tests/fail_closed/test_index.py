@@ -332,6 +332,12 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_data_file_edited_during_the_run_records_the_bytes_judged",
         "test_workers_that_collected_different_bytes_are_noted",
     ]),
+    # round 2: first_hour
+    "a bare pytest after init never aborts the user's own tests": ("first_hour", [
+        "test_bare_pytest_after_init_runs_the_users_tests_and_names_pytest_evals",
+        "test_the_folders_keys_in_the_roots_configuration_take_it_in",
+        "test_a_session_started_in_the_eval_folder_is_unchanged",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -1,0 +1,78 @@
+"""Fail closed, the first hour: what a new user meets after ``init`` names its fix, and never
+takes the user's own tests down with it.
+
+Each entry drives the commands a user types, in subprocesses, from an empty project folder:
+``python -m pytest_llmeval init``, then ``pytest`` from the project's root or ``pytest evals``,
+and asserts the exit status, the one line that says what to do, and that the command that line
+names really works.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.commands.test_init import init, pytest_run
+
+UNIT_TEST = "def test_unit():\n    assert 1 + 1 == 2\n"
+LEFT_OUT = (
+    "llmeval: 1 eval file(s) in evals/ left out: that folder has its own pytest.ini, read only "
+    "when pytest starts there; run them with `pytest evals`"
+)
+
+
+def _project(tmp_path: Path) -> Path:
+    """A project with a unit test of its own, after ``init``."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_unit.py").write_text(UNIT_TEST)
+    done = init(tmp_path)
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+# -- 6. a bare `pytest` after `init` -------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_bare_pytest_after_init_runs_the_users_tests_and_names_pytest_evals(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    if workers:
+        pytest.importorskip("xdist")
+    project = _project(tmp_path)
+    done = pytest_run(project, *workers)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert done.stdout.count(LEFT_OUT) == 1, done.stdout
+    assert "no cassette folder" not in done.stdout + done.stderr
+    assert not (project / ".llmeval").exists()  # no eval case ran: no run dir
+    assert not (project / "evals" / ".llmeval").exists()
+    named = pytest_run(project, "evals")  # the command the line names is right
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert "4 passed" in named.stdout
+
+
+def test_the_folders_keys_in_the_roots_configuration_take_it_in(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "pytest.ini").write_text(
+        "[pytest]\nllmeval_cassettes = evals/cassettes\nllmeval_fixtures = evals/fixtures\n"
+        "llmeval_tool_registry = evals/tools.json\n"
+    )
+    done = pytest_run(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "6 passed" in done.stdout  # the unit test, the four eval cases and the gate
+    assert "left out" not in done.stdout
+    assert (project / ".llmeval" / "runs").is_dir()
+
+
+def test_a_session_started_in_the_eval_folder_is_unchanged(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+        cwd=project / "evals", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout and "left out" not in done.stdout

@@ -76,3 +76,44 @@ def test_a_session_started_in_the_eval_folder_is_unchanged(tmp_path: Path) -> No
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout and "left out" not in done.stdout
+
+
+# -- 8. a replay miss names the exact command ----------------------------------------------
+
+NEW_CASE = '{"id": "new-case", "input": "What is 3 times 7?", "expected_output": "21"}\n'
+
+
+def _record_line(project: Path) -> str:
+    """The command ``init``'s closing text gives for recording a new case."""
+    done = init(project)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Add a case"))
+    return lines[at + 2].strip()
+
+
+@pytest.mark.parametrize("where", ["root", "folder"])
+def test_a_replay_miss_names_the_command_that_records_it(tmp_path: Path, where: str) -> None:
+    shown = _record_line(tmp_path)  # init's closing text says how a new case gets recorded
+    assert shown == "pytest evals --llmeval-runner tiny-model --llmeval-record new"
+    with (tmp_path / "evals" / "data" / "golden.jsonl").open("a") as data:
+        data.write(NEW_CASE)
+    cwd, args = (tmp_path, ["evals"]) if where == "root" else (tmp_path / "evals", [])
+    command = "pytest evals" if where == "root" else "pytest"
+
+    def run(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, *more],
+            cwd=cwd, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    missed = run()
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    hint = f"record it with: {command} --llmeval-runner tiny-model --llmeval-record new"
+    assert hint in missed.stdout, missed.stdout
+    assert "running once with a live runner" not in missed.stdout
+    recorded = run("--llmeval-runner", "tiny-model", "--llmeval-record", "new")  # as named
+    assert "no cassette" not in recorded.stdout, recorded.stdout
+    again = run()  # replayed offline now: judged, not an error
+    assert "no cassette" not in again.stdout, again.stdout
+    assert "1 failed, 5 passed" in again.stdout  # the tiny model's answer is judged a miss

@@ -117,3 +117,37 @@ def test_a_replay_miss_names_the_command_that_records_it(tmp_path: Path, where: 
     again = run()  # replayed offline now: judged, not an error
     assert "no cassette" not in again.stdout, again.stdout
     assert "1 failed, 5 passed" in again.stdout  # the tiny model's answer is judged a miss
+
+
+# -- 9. a gate on a metric the protocol does not produce -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [None, "when2call.acc_norm>=0.5 optional", "when2call.acc_tokens_stderr<=0.2"],
+    ids=["manifest", "command-line-optional", "command-line"],
+)
+def test_a_gate_on_a_metric_the_protocol_does_not_produce_stops_at_the_start(
+    tmp_path: Path, gate: str | None
+) -> None:
+    assert init(tmp_path, "--suite", "when2call").returncode == 0
+    manifest = tmp_path / "evals" / "when2call.llmeval.yaml"
+    text = manifest.read_text().replace("protocol: mcq-loglik ", "protocol: mcq-string ")
+    if gate is not None:  # the manifest's own gate is one it can judge
+        text = text.replace("  - acc_norm >= 0.5", "  - acc >= 0.5")
+    manifest.write_text(text)
+    done = pytest_run(tmp_path, "evals", *(["--llmeval-gate", gate] if gate else []))
+    assert done.returncode == 4, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, done.stderr
+    metric = gate.split(".")[1].split(">")[0].split("<")[0] if gate else "acc_norm"
+    source = f"--llmeval-gate '{gate}'" if gate else "when2call.llmeval.yaml:14: gates[0]"
+    assert errors[0].startswith(f"ERROR: {source}"), errors[0]
+    assert (
+        f"suite 'when2call' gives no '{metric}' under protocol: mcq-string "
+        "(when2call.llmeval.yaml): gate on acc (one pick per case), or use protocol: mcq-loglik "
+        "(its metrics under protocol: mcq-string: acc, acc_stderr, " in errors[0]
+    )
+    assert "optional" not in errors[0].replace(gate or "", "")  # never the hint to turn it off
+    assert "acc_norm," not in errors[0].split("its metrics")[1]
+    assert not (tmp_path / "evals" / ".llmeval").exists()  # before any case: nothing written

@@ -63,6 +63,8 @@ INI_KEYS = (
     "llmeval_tool_registry = tools.json",
 )
 """What the eval folder's ``pytest.ini`` sets: where its cassettes, fixtures and tools are."""
+TEMPLATE_RUNNER = "tiny-model"
+"""The runner the template ``conftest.py`` registers: the example model, which records new cases."""
 
 
 class InitError(Exception):
@@ -188,6 +190,10 @@ def report_lines(result: InitResult) -> list[str]:
         "",
         "Run it offline (replays the recorded answers of the example model in conftest.py):",
         f"  pytest {where}",
+        "(a bare `pytest` from the project's root runs your own tests, not this folder's).",
+        "Add a case to a data file, then record the example model's answer to it (a case with",
+        "no recorded answer is an error that names this command):",
+        f"  pytest {where} --llmeval-runner {TEMPLATE_RUNNER} --llmeval-record new",
         "Run it against an OpenAI-compatible endpoint, recording its answers for offline replay",
         "(the key, if any, is read from OPENAI_API_KEY):",
         f"  pytest {where} --llmeval-runner openai --llmeval-model MODEL"

@@ -561,6 +561,10 @@ class Settings(BaseModel):
 
     rootdir: Path
     """The pytest rootdir; relative paths are resolved against it."""
+    command: str = "pytest"
+    """The pytest command that starts a session like this one where the user started it
+    (``pytest evals`` when the rootdir is the ``evals`` folder below): messages build the
+    commands they name from it (a replay miss's record command)."""
     runner: str = "replay"
     """Runner name."""
     agent_url: str | None = None

@@ -29,6 +29,7 @@ from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
+from pytest_llmeval.plugin.eval_roots import EvalRoots, eval_roots_key
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
@@ -78,6 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(state.records, "llmeval-records")
     config.pluginmanager.register(CollectedHashes(config, state), "llmeval-datasets")
+    config.stash[eval_roots_key] = EvalRoots(config, state.settings)
+    config.pluginmanager.register(config.stash[eval_roots_key], "llmeval-eval-roots")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
@@ -192,6 +195,7 @@ def _unconfigure(config: pytest.Config) -> None:
         "llmeval-records",
         "llmeval-json-report",
         "llmeval-datasets",
+        "llmeval-eval-roots",
     )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)
@@ -294,6 +298,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> EvalFile |
         return None  # tool fixtures and cassettes are inputs, not cases
     if state.manifests.is_target(file_path):
         return None  # a manifest beside it (or in a folder above) collects this data file
+    if parent.config.stash[eval_roots_key].leaves_out(file_path):
+        return None  # a folder with its own pytest.ini: `pytest FOLDER` runs it (one line)
     return EvalFile.from_parent(parent, path=file_path, state=state)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def _help(spec: OptionSpec) -> str:
 def from_config(config: pytest.Config) -> Settings:
     """Build the Settings for this session; a bad value raises ``pytest.UsageError``."""
     rootdir = Path(config.rootpath)
-    values: dict[str, Any] = {"rootdir": rootdir}
+    values: dict[str, Any] = {"rootdir": rootdir, "command": _command(config)}
     for spec in OPTIONS:
         raw, source = _lookup(config, spec)
         # a resume path is typed at the prompt: it is relative to where pytest was started
@@ -126,6 +127,17 @@ def from_config(config: pytest.Config) -> Settings:
     _sampling(values)
     _spending(values)
     return Settings(**values)
+
+
+def _command(config: pytest.Config) -> str:
+    """``pytest``, with the rootdir's path when the user started pytest outside it (``pytest
+    evals`` from the project's root, where ``evals/pytest.ini`` makes ``evals`` the rootdir):
+    that command, typed where the user typed theirs, collects the same eval files."""
+    rootdir = Path(config.rootpath)
+    here = Path(config.invocation_params.dir)
+    if here == rootdir or here.is_relative_to(rootdir):
+        return "pytest"
+    return f"pytest {shlex.quote(os.path.relpath(rootdir, here))}"
 
 
 def _sampling(values: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ import pytest
 from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
+from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
@@ -51,7 +52,12 @@ from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.report.gates import TOTALS, parse_gate
 from pytest_llmeval.report.manifest_gates import located_gates, manifest_gates
-from pytest_llmeval.report.metric_paths import shape_of, unknown_key, unknown_metric
+from pytest_llmeval.report.metric_paths import (
+    absent_metric,
+    shape_of,
+    unknown_key,
+    unknown_metric,
+)
 from pytest_llmeval.rundir.models import Gate
 
 __all__ = [
@@ -295,8 +301,38 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
         if why is None and gate.suite != TOTALS:
             known = categories.get(gate.suite) if every_file else None
             why = unknown_key(gate, state.suites.get(gate.suite), known)
+        if why is None and source.startswith("--llmeval-gate"):
+            why = _absent_everywhere(state, items, gate)
         if why is not None:
             raise pytest.UsageError(f"{source}: {why}")
+
+
+def _absent_everywhere(state: LLMEvalState, items: Sequence[EvalItem], gate: Gate) -> str | None:
+    """Why a command-line ``gate`` can never be judged: every selected file of its suite has a
+    manifest whose options leave its metric out (When2Call's ``acc_norm`` under ``protocol:
+    mcq-string``); else ``None``."""
+    suite = state.suites.get(gate.suite)
+    files = {item.eval_file for item in items if item.suite_name == gate.suite}
+    if suite is None or not files or any(not f.manifest_name for f in files):
+        return None  # a file without a manifest has the suite's defaults
+    reasons = []
+    for path in sorted({f.path for f in files}):
+        manifest = state.manifests.entry(path)
+        if isinstance(manifest, CaseFileError):
+            return None
+        why = absent_metric(gate, suite, suite.absent_metrics(manifest.options), manifest.display)
+        if why is None:
+            return None
+        reasons.append(why)
+    return reasons[0]
+
+
+def _absent_in_manifest(state: LLMEvalState, manifest: Manifest, gate: Gate) -> str | None:
+    """Why a manifest's ``gate`` names a metric that manifest's own options leave out."""
+    suite = state.suites.get(gate.suite)
+    if suite is None or gate.suite != manifest.suite:
+        return None
+    return absent_metric(gate, suite, suite.absent_metrics(manifest.options), manifest.display)
 
 
 NO_GATE = "--llmeval-exit-on gates needs at least one gate (--llmeval-gate or a manifest's gates)"
@@ -369,6 +405,10 @@ def _manifest_gates(
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         sources = [(f"{where}: {gate.name}", gate) for where, gate in found]
+        for source, gate in sources:  # a metric the manifest's own options leave out
+            why = _absent_in_manifest(state, manifest, gate)
+            if why is not None:
+                raise pytest.UsageError(f"{source}: {why}")
         if unusable is not None:
             try:
                 manifest.data_path()

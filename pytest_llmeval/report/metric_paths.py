@@ -29,9 +29,16 @@ from pytest_llmeval.core.repeats import suite_statistics
 from pytest_llmeval.report.build import judge_statistics
 from pytest_llmeval.report.gates import TOTALS
 from pytest_llmeval.rundir.models import Gate, Totals
-from pytest_llmeval.suites.base import SuiteBase
+from pytest_llmeval.suites.base import AbsentMetrics, SuiteBase
 
-__all__ = ["MAX_SUGGESTIONS", "Shape", "shape_of", "unknown_key", "unknown_metric"]
+__all__ = [
+    "MAX_SUGGESTIONS",
+    "Shape",
+    "absent_metric",
+    "shape_of",
+    "unknown_key",
+    "unknown_metric",
+]
 
 MAX_SUGGESTIONS = 3
 """How many close metric names a "did you mean" offers."""
@@ -84,6 +91,25 @@ def unknown_metric(gate: Gate, shape: Shape) -> str | None:
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     shown = ", ".join(known[:40]) + (", ..." if len(known) > 40 else "")
     return f"{where} has no metric {gate.metric!r}{hint} (its metrics: {shown})"
+
+
+def absent_metric(
+    gate: Gate, suite: SuiteBase | None, absent: AbsentMetrics | None, where: str
+) -> str | None:
+    """Why ``gate`` can never be judged on a file whose manifest (``where``) leaves its metric
+    out (``absent``, from the suite's ``absent_metrics``), naming the metrics that setting
+    has and what to change; ``None`` when it can. Never "add optional": that would turn the
+    gate off for good."""
+    if absent is None or gate.metric not in absent.metrics:
+        return None
+    shape = shape_of(gate.suite, suite)
+    has = [p for p in (shape.paths() if shape else []) if "." not in p]
+    has = [p for p in has if p not in absent.metrics]
+    shown = ", ".join(has[:40]) + (", ..." if len(has) > 40 else "")
+    return (
+        f"suite {gate.suite!r} gives no {gate.metric!r} under {absent.setting} ({where}): "
+        f"{absent.fix} (its metrics under {absent.setting}: {shown or 'none'})"
+    )
 
 
 def _walk(annotation: Any, sample: Any, parts: list[str]) -> bool:

@@ -32,7 +32,9 @@ def _replay(settings: Settings) -> Any:
     from pytest_llmeval.runners.replay import CassetteStore, ReplayRunner
 
     store = CassetteStore(settings.cassettes)
-    return ReplayRunner(store, select=settings.replay_from, model=settings.model)
+    return ReplayRunner(
+        store, select=settings.replay_from, model=settings.model, command=settings.command
+    )
 
 
 def _echo(settings: Settings) -> Any:
@@ -148,7 +150,7 @@ class RunnerRegistry:
         from pytest_llmeval.runners.replay import CassetteStore, RecordingRunner
 
         store = CassetteStore(settings.cassettes, redact=redact)
-        return RecordingRunner(runner, store, settings.record)
+        return RecordingRunner(runner, store, settings.record, command=settings.command)
 
 
 def _lazy_entry_point(ep: Any) -> RunnerFactory:

@@ -34,14 +34,11 @@ from pytest_llmeval.core.errors import CassetteMiss, ConfigError, RunnerError
 from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.inputs.safe_read import SupportFileError, read_json
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
+from pytest_llmeval.runners.record_command import GENERIC_HINT, record_hint
 
 RecordMode = Literal["none", "new", "all"]
 
 RUNNER_FILE = "runner.json"
-_RECORD_HINT = (
-    "record it by running once with a live runner and `--llmeval-record new` "
-    "(`--llmeval-record all` re-records everything)"
-)
 
 # ---------------------------------------------------------------------------- keys and store
 
@@ -211,10 +208,10 @@ def _first_problem(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
-def _miss(folder: Path, key: str, repeat: int, why: str) -> CassetteMiss:
+def _miss(folder: Path, key: str, repeat: int, why: str, hint: str) -> CassetteMiss:
     return CassetteMiss(
         f"{why}: no cassette for this request in {folder} "
-        f"(key {key[:12]}…, repeat {repeat}); {_RECORD_HINT}"
+        f"(key {key[:12]}…, repeat {repeat}); {hint}"
     )
 
 
@@ -230,12 +227,21 @@ class RecordingRunner:
     results and baselines line up with live runs.
     """
 
-    def __init__(self, inner: Runner, store: CassetteStore, mode: RecordMode = "new") -> None:
+    def __init__(
+        self,
+        inner: Runner,
+        store: CassetteStore,
+        mode: RecordMode = "new",
+        *,
+        command: str | None = None,
+    ) -> None:
         if mode not in ("none", "new", "all"):
             raise ConfigError(f"unknown record mode {mode!r} (expected none, new or all)")
         self.inner = inner
         self.store = store
         self.mode: RecordMode = mode
+        self.command = command
+        """The session's pytest command, for the command a miss names (``None``: generic)."""
         self.name = inner.name
         self.supports_response_format = bool(getattr(inner, "supports_response_format", False))
 
@@ -252,7 +258,8 @@ class RecordingRunner:
             if recorded is not None:
                 return recorded
             if self.mode == "none":
-                raise _miss(folder, key, repeat, f"{self.name}: recording is off")
+                hint = record_hint(self.command, runner_fp)
+                raise _miss(folder, key, repeat, f"{self.name}: recording is off", hint)
         completion = await self.inner.generate(request)
         self.store.write_runner(folder, runner_fp)
         self.store.put(folder, key, request, repeat, completion)
@@ -270,7 +277,8 @@ class RecordingRunner:
         missing = [i for i, result in enumerate(found) if result is None]
         if missing and self.mode == "none":
             key, repeat = keyed[missing[0]]
-            raise _miss(folder, key, repeat, f"{self.name}: recording is off")
+            hint = record_hint(self.command, runner_fp)
+            raise _miss(folder, key, repeat, f"{self.name}: recording is off", hint)
         if missing:
             fresh = await live([requests[i] for i in missing])
             self.store.write_runner(folder, runner_fp)
@@ -301,9 +309,12 @@ class ReplayRunner:
         model: str | None = None,
         *,
         select_option: str = "--llmeval-replay-from",
+        command: str | None = None,
     ) -> None:
         self.store = store
-        self.folder = _select_folder(store, select, model, select_option)
+        self.command = command
+        """The session's pytest command, for the command a miss names (``None``: generic)."""
+        self.folder = _select_folder(store, select, model, select_option, command)
         self.recorded_fingerprint = store.read_runner(self.folder)
         _check_model(self.folder, self.recorded_fingerprint, select, model)
         # the recorded runner's requests, judges' strict form included, are what replays
@@ -323,7 +334,7 @@ class ReplayRunner:
         key = cassette_key(runner_fp, request, repeat)
         recorded = self.store.get(self.folder, key)
         if recorded is None:
-            raise _miss(self.folder, key, repeat, "replay")
+            raise _miss(self.folder, key, repeat, "replay", self._hint())
         return recorded
 
     async def loglikelihood(self, requests: list[LoglikRequest]) -> list[Loglik]:
@@ -332,9 +343,12 @@ class ReplayRunner:
             key, repeat = _loglik_key(self.recorded_fingerprint, request)
             recorded = self.store.get_loglik(self.folder, key)
             if recorded is None:
-                raise _miss(self.folder, key, repeat, "replay")
+                raise _miss(self.folder, key, repeat, "replay", self._hint())
             results.append(recorded)
         return results
+
+    def _hint(self) -> str:
+        return record_hint(self.command, self.recorded_fingerprint)
 
     async def aclose(self) -> None:
         return None
@@ -359,16 +373,19 @@ def _models(store: CassetteStore, folders: list[Path]) -> dict[Path, str | None]
     return {folder: recorded_model(store.read_runner(folder)) for folder in folders}
 
 
-def _record_hint(store: CassetteStore, folders: list[Path], model: str) -> str:
+def _record_hint(store: CassetteStore, folders: list[Path], model: str, command: str | None) -> str:
     types = {store.read_runner(f).get("type") for f in folders}
     runner = next(iter(types)) if len(types) == 1 and isinstance(next(iter(types)), str) else None
+    start = f"{command} " if command else ""
     return (
-        f"record it with `--llmeval-runner {runner or '<runner>'} --llmeval-model {model} "
+        f"record it with `{start}--llmeval-runner {runner or '<runner>'} --llmeval-model {model} "
         "--llmeval-record new`"
     )
 
 
-def _by_model(store: CassetteStore, folders: list[Path], model: str) -> Path:
+def _by_model(
+    store: CassetteStore, folders: list[Path], model: str, command: str | None = None
+) -> Path:
     """The one recorded folder of ``model`` (``--llmeval-model``): replaying another model's
     recordings would judge a model that was not asked for."""
     models = _models(store, folders)
@@ -386,8 +403,8 @@ def _by_model(store: CassetteStore, folders: list[Path], model: str) -> Path:
     )
     raise ConfigError(
         f"replay: --llmeval-model {model}: no recording of it under {store.root} (recorded: "
-        f"{have}); {_record_hint(store, folders, model)}, or drop --llmeval-model to replay "
-        "what is recorded"
+        f"{have}); {_record_hint(store, folders, model, command)}, or drop --llmeval-model to "
+        "replay what is recorded"
     )
 
 
@@ -413,20 +430,29 @@ def _select_folder(
     select: str | None,
     model: str | None = None,
     option: str = "--llmeval-replay-from",
+    command: str | None = None,
 ) -> Path:
     """The recorded folder ``select`` names, or ``model``'s when nothing is selected; ``option``
     is the flag that gave ``select`` (the judge's replay is chosen by ``--llmeval-judge-model``)."""
     how = f"choose one with `{option} <folder>` (a folder name, a prefix of one, or a runner name)"
+    if command is None:
+        hint = GENERIC_HINT
+    else:  # no recorded runner to build from: the setting that placed the folder, and NAME
+        hint = (
+            "point --llmeval-cassettes (ini llmeval_cassettes, relative to the rootdir) at the "
+            f"recordings, or record them with: {command} --llmeval-runner NAME "
+            "--llmeval-record new"
+        )
     if not store.root.is_dir():
-        raise ConfigError(f"replay: no cassette folder at {store.root}; {_RECORD_HINT}")
+        raise ConfigError(f"replay: no cassette folder at {store.root}; {hint}")
     folders = store.recorded()
     if not folders:
         raise ConfigError(
-            f"replay: no recorded runner under {store.root} (no */{RUNNER_FILE}); {_RECORD_HINT}"
+            f"replay: no recorded runner under {store.root} (no */{RUNNER_FILE}); {hint}"
         )
     names = ", ".join(f.name for f in folders)
     if select is None and model is not None:
-        return _by_model(store, folders, model)
+        return _by_model(store, folders, model, command)
     if select is None:
         if len(folders) == 1:
             return folders[0]

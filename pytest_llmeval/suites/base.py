@@ -6,7 +6,8 @@ file into cases (``load``), judges one transcript (``score``) and sums results u
 
 Those four and a ``name`` are the :class:`Suite` protocol. Everything else a suite may offer
 (its typed report section, manifest options, per-file artifacts and their terminal and
-``summary.md`` lines, output masking, the expectation results show, its score names) is
+``summary.md`` lines, output masking, the expectation results show, its score names, the
+metrics a manifest's options leave out) is
 declared with its default on :class:`SuiteBase`, which the built-in suites subclass. A suite
 that implements only the protocol is wrapped in a :class:`ProtocolSuite` when it is
 registered, so every suite the registry hands out has every member.
@@ -32,6 +33,7 @@ from pytest_llmeval.tools.registry import ToolRegistry
 
 __all__ = [
     "RUNNER_MODEL_KEY",
+    "AbsentMetrics",
     "CaseSource",
     "CollectedData",
     "LoadItem",
@@ -52,6 +54,20 @@ __all__ = [
 RUNNER_MODEL_KEY = "runner_model"
 """The metadata key of a case built from :attr:`SuiteContext.runner_model`: the name it was
 built for, so the plugin can refuse to run it with an agent that names another model."""
+
+
+@dataclass(frozen=True)
+class AbsentMetrics:
+    """The metrics a suite leaves ``null`` for every case of a file under its manifest's
+    options (When2Call's ``acc_norm`` under ``protocol: mcq-string``): a gate on one of them
+    could never be judged, so it is a usage error before any case."""
+
+    setting: str
+    """The option that decides it, as the manifest writes it (``protocol: mcq-string``)."""
+    metrics: frozenset[str]
+    """The metric paths left ``null``."""
+    fix: str
+    """What to change instead, in a few words (``gate on acc, or use protocol: mcq-loglik``)."""
 
 
 @dataclass
@@ -289,6 +305,12 @@ class SuiteBase(ABC):
         known in advance."""
         return None
 
+    def absent_metrics(self, options: Mapping[str, Any]) -> AbsentMetrics | None:
+        """The metrics this suite cannot produce for a file whose manifest has ``options``
+        (its own keys, as written), so a gate on one is refused at the start; ``None`` (the
+        default) when the options decide no such thing."""
+        return None
+
 
 class ProtocolSuite(SuiteBase):
     """A suite that implements only the :class:`Suite` protocol, as a :class:`SuiteBase`: the
@@ -350,6 +372,10 @@ class ProtocolSuite(SuiteBase):
         own = self._own.get("score_names")
         return own() if own is not None else super().score_names()
 
+    def absent_metrics(self, options: Mapping[str, Any]) -> AbsentMetrics | None:
+        own = self._own.get("absent_metrics")
+        return own(options) if own is not None else super().absent_metrics(options)
+
 
 _OPTIONAL_METHODS = (
     "file_artifacts",
@@ -358,6 +384,7 @@ _OPTIONAL_METHODS = (
     "mask_output",
     "shown_expect",
     "score_names",
+    "absent_metrics",
 )
 """The optional members of :class:`SuiteBase` that are methods."""
 

@@ -52,7 +52,7 @@ in :mod:`~pytest_llmeval.suites.when2call_metrics`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
 
@@ -73,6 +73,7 @@ from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.inputs.unique_keys import unique_object
 from pytest_llmeval.suites.base import (
     RUNNER_MODEL_KEY,
+    AbsentMetrics,
     CaseSource,
     LoadItem,
     SuiteBase,
@@ -271,6 +272,18 @@ class When2CallSuite(SuiteBase):
 
     def claims(self, path: Path, head: bytes) -> bool:
         return any(_when2call_shaped(row) for row in head_rows(path, head))
+
+    def absent_metrics(self, options: Mapping[str, Any]) -> AbsentMetrics | None:
+        """mcq-string and judge pick one label per case: only ``acc`` of the four rules."""
+        protocol = options.get("protocol", "mcq-loglik")
+        if protocol not in ("mcq-string", "judge"):
+            return None
+        rules = [rule for rule in SCORE_RULES if rule != "acc"]
+        return AbsentMetrics(
+            setting=f"protocol: {protocol}",
+            metrics=frozenset(rules + [f"{rule}_stderr" for rule in rules]),
+            fix="gate on acc (one pick per case), or use protocol: mcq-loglik",
+        )
 
     def load(self, source: CaseSource, ctx: SuiteContext) -> Iterator[LoadItem]:
         try:

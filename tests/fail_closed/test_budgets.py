@@ -386,8 +386,8 @@ def test_replaying_a_model_no_recording_has_is_a_usage_error(pytester: pytest.Py
     result.stderr.fnmatch_lines(
         [
             "ERROR: --llmeval-runner: replay: --llmeval-model gpt-4o: no recording of it under "
-            f"*cassettes (recorded: counted-model ({folder})); record it with "
-            "`--llmeval-runner counted --llmeval-model gpt-4o --llmeval-record new`, or drop "
+            f"*cassettes (recorded: counted-model ({folder})); record it with `pytest "
+            "--llmeval-runner counted --llmeval-model gpt-4o --llmeval-record new`, or drop "
             "--llmeval-model to replay what is recorded"
         ]
     )

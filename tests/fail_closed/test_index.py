@@ -348,6 +348,18 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a flaky mark added after collection is refused": ("hostile2", [
         "test_a_flaky_mark_added_as_the_case_starts_is_refused",
     ]),
+    # round 2: first_hour
+    "a bare pytest after init never aborts the user's own tests": ("first_hour", [
+        "test_bare_pytest_after_init_runs_the_users_tests_and_names_pytest_evals",
+        "test_the_folders_keys_in_the_roots_configuration_take_it_in",
+        "test_a_session_started_in_the_eval_folder_is_unchanged",
+    ]),
+    "a replay miss names the exact command that records it": ("first_hour", [
+        "test_a_replay_miss_names_the_command_that_records_it",
+    ]),
+    "a gate on a metric the protocol never produces stops the run at the start": ("first_hour", [
+        "test_a_gate_on_a_metric_the_protocol_does_not_produce_stops_at_the_start",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -109,8 +109,9 @@ MISCONFIGURED = [
     Misconfigured(
         "replay-without-cassettes",
         (),
-        "ERROR: --llmeval-runner: replay: no cassette folder at *fixtures/cassettes; record it "
-        "by running once with a live runner and `--llmeval-record new`*",
+        "ERROR: --llmeval-runner: replay: no cassette folder at *fixtures/cassettes; point "
+        "--llmeval-cassettes (ini llmeval_cassettes, relative to the rootdir) at the recordings, "
+        "or record them with: pytest --llmeval-runner NAME --llmeval-record new",
     ),
     Misconfigured(
         "unknown-judge-runner",

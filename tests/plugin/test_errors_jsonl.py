@@ -47,8 +47,8 @@ def test_a_dead_backend_is_one_line_per_case(pytester: pytest.Pytester) -> None:
     ("args", "cassettes", "line"),
     [
         (["--llmeval-runner", "nope"], False, "*unknown runner 'nope'; known runners: echo, *"),
-        ([], False, "*no cassette folder at *; record it *--llmeval-record new*"),
-        ([], True, "*no recorded runner under *; record it *--llmeval-record new*"),
+        ([], False, "*no cassette folder at *; point --llmeval-cassettes *record them with: *"),
+        ([], True, "*no recorded runner under *; point --llmeval-cassettes *record them with: *"),
     ],
     ids=["unknown-runner", "no-cassette-folder", "empty-cassette-folder"],
 )

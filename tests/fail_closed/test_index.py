@@ -348,6 +348,10 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a flaky mark added after collection is refused": ("hostile2", [
         "test_a_flaky_mark_added_as_the_case_starts_is_refused",
     ]),
+    # round 2: hostile review 2
+    "a well-known dummy password is not a secret": ("hostile3", [
+        "test_a_well_known_dummy_password_is_not_a_secret",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

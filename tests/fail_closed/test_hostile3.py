@@ -1,0 +1,65 @@
+"""Fail closed, round 2's second hostile review: budgets, files, secrets and signals.
+
+Each entry drives a real session through pytester and asserts the exit status and the
+recorded verdict, the two things CI and ``runs`` read:
+
+* a well-known dummy password in a secret-named variable (``POSTGRES_PASSWORD=postgres``,
+  ``DB_PASSWORD=password``, ``…=changeme``, as every CI service container sets them) is not a
+  secret: it used to be masked in case ids and paths (``[REDACTED]_evals/…``), and the leak
+  check found it in pytest's own junit (the test names), so every such run was red.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmeval.core.redact import MASK, Redactor, is_placeholder, secret_env_values
+from tests.conftest import read_jsonl
+
+
+def _verdict(run: Path) -> dict[str, Any]:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    return manifest["verdict"]  # type: ignore[no-any-return]
+
+
+# -- a well-known dummy password is not a secret --------------------------------------------
+
+DUMMIES = {
+    "POSTGRES_PASSWORD": "postgres",
+    "DB_PASSWORD": "password",
+    "ADMIN_PASSWORD": "changeme",
+    "KEYSTORE_PASSWORD": "changeit",
+    "MINIO_SECRET_KEY": "minioadmin",
+}
+"""The defaults CI service containers and tutorials set (Postgres, Java keystores, MinIO)."""
+
+
+def test_a_well_known_dummy_password_is_not_a_secret(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the defaults of a CI database set, a case about ``postgres`` in a folder named
+    ``postgres_evals`` keeps its id and path, and the run is green: nothing is masked and the
+    leak check does not find the word in pytest's junit. A real password stays a secret."""
+    for name, value in DUMMIES.items():
+        monkeypatch.setenv(name, value)
+    text = "connect to postgres with password changeme"
+    data = pytester.mkdir("postgres_evals") / "postgres.golden.json"
+    data.write_text(json.dumps([{"id": "postgres_ok", "input": text, "expected_output": text}]))
+    result = pytester.runpytest(
+        "--llmeval-runner", "echo", "--llmeval-run-dir", "run", "--junitxml=j.xml"
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert _verdict(pytester.path / "run")["status"] == "passed"
+    (row,) = read_jsonl(pytester.path / "run" / "results.jsonl")
+    assert row["case_id"] == "postgres_ok"
+    assert row["file"] == "postgres_evals/postgres.golden.json"
+    assert row["response"] == text
+    assert all(is_placeholder(value) for value in DUMMIES.values())
+    assert not secret_env_values(DUMMIES)
+    real = "Pq7wLk2ZsR9v"
+    assert secret_env_values({"POSTGRES_PASSWORD": real}) == [real]
+    assert Redactor(secrets=[real]).text(f"postgres {real}") == f"postgres {MASK}"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.core.redact import MASK, Redactor, is_placeholder, secret_env_values
-from tests.conftest import read_jsonl
+from tests.conftest import read_jsonl, write_json
 
 
 def _verdict(run: Path) -> dict[str, Any]:
@@ -63,3 +63,53 @@ def test_a_well_known_dummy_password_is_not_a_secret(
     real = "Pq7wLk2ZsR9v"
     assert secret_env_values({"POSTGRES_PASSWORD": real}) == [real]
     assert Redactor(secrets=[real]).text(f"postgres {real}") == f"postgres {MASK}"
+
+
+# -- an absurd token count is the case's error ----------------------------------------------
+
+ABSURD_CONFTEST = """
+from pytest_llmeval.core.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Absurd:
+    name = "absurd"
+
+    def fingerprint(self):
+        return {"type": "absurd", "model": "m"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        prompt = 10**400 if text == "w1" else 3
+        return Completion(text=text, usage=Usage(prompt_tokens=prompt, completion_tokens=3))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("absurd", lambda settings: Absurd())
+"""
+
+
+def test_an_absurd_token_count_is_the_cases_error(pytester: pytest.Pytester) -> None:
+    """``Usage(prompt_tokens=10**400)`` under a cost budget: that case errs in one line, the
+    other cases are judged and priced, and the run is red (exit 1), not an INTERNALERROR."""
+    pytester.makeconftest(ABSURD_CONFTEST)
+    pytester.makefile(".yaml", prices="m: {input: 1.0, output: 1.0}\n")
+    write_json(
+        pytester,
+        "qa.golden.json",
+        [{"id": f"c{i}", "input": f"w{i}", "expected_output": f"w{i}"} for i in range(3)],
+    )
+    result = pytester.runpytest(
+        "--llmeval-runner", "absurd", "--llmeval-model", "m", "--llmeval-prices", "prices.yaml",
+        "--llmeval-max-cost", "100", "--llmeval-concurrency", "1", "--llmeval-run-dir", "run",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    rows = {r["case_id"]: r for r in read_jsonl(pytester.path / "run" / "results.jsonl")}
+    assert {k: r["outcome"] for k, r in rows.items()} == {
+        "c0": "passed", "c1": "error", "c2": "passed",
+    }  # fmt: skip
+    assert "less than or equal to" in str(rows["c1"]["error"])
+    assert _verdict(pytester.path / "run")["status"] == "failed"

@@ -352,6 +352,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a well-known dummy password is not a secret": ("hostile3", [
         "test_a_well_known_dummy_password_is_not_a_secret",
     ]),
+    "an absurd token count is the case's error, as a negative one is": ("hostile3", [
+        "test_an_absurd_token_count_is_the_cases_error",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -113,3 +113,27 @@ def test_an_absurd_token_count_is_the_cases_error(pytester: pytest.Pytester) -> 
     }  # fmt: skip
     assert "less than or equal to" in str(rows["c1"]["error"])
     assert _verdict(pytester.path / "run")["status"] == "failed"
+
+
+# -- per-file artifacts never meet on a case-insensitive disk ---------------------------------
+
+TOOLFORGE = [{"id": "tf-1", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}}]
+
+
+def test_artifacts_whose_names_differ_only_in_case_keep_one_each(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two toolforge files ``a/Get_Weather`` and ``b/get_weather``: their artifacts' names
+    differ in more than case, so a case-insensitive disk keeps both; ``search`` keeps its."""
+    write_json(pytester, "a/Get_Weather.golden.json", TOOLFORGE)
+    write_json(pytester, "b/get_weather.golden.json", [{**TOOLFORGE[0], "id": "tf-2"}])
+    write_json(pytester, "search.golden.json", [{**TOOLFORGE[0], "id": "tf-3"}])
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    names = sorted(
+        p.relative_to(pytester.path / "run").as_posix()
+        for p in (pytester.path / "run" / "toolforge").glob("*.json")
+    )
+    assert len(names) == 3
+    assert len({name.casefold() for name in names}) == 3, names
+    assert "toolforge/search.golden.json" in names

@@ -355,6 +355,9 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "an absurd token count is the case's error, as a negative one is": ("hostile3", [
         "test_an_absurd_token_count_is_the_cases_error",
     ]),
+    "per-file artifacts whose names differ only in case keep one each": ("hostile3", [
+        "test_artifacts_whose_names_differ_only_in_case_keep_one_each",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

@@ -26,6 +26,7 @@ from pytest_llmeval.plugin import (
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
+from pytest_llmeval.plugin.captured_output import CapturedOutputMask
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
@@ -78,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(state.records, "llmeval-records")
     config.pluginmanager.register(CollectedHashes(config, state), "llmeval-datasets")
+    config.pluginmanager.register(CapturedOutputMask(state.redactor), "llmeval-captured-output")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume

@@ -137,3 +137,60 @@ def test_artifacts_whose_names_differ_only_in_case_keep_one_each(
     assert len(names) == 3
     assert len({name.casefold() for name in names}) == 3, names
     assert "toolforge/search.golden.json" in names
+
+
+# -- what a test prints is masked before any report shows it ----------------------------------
+
+PRINTING = """
+import os, sys
+
+import pytest
+
+
+class Agent:
+    def run(self, case, broker):
+        key = os.environ["OPENAI_KEY"]
+        print("backend said", key)
+        print("backend warned", key, file=sys.stderr)
+        return "same"
+
+
+@pytest.fixture(scope="session")
+def llmeval_agent():
+    return Agent()
+"""
+KEY = "Hn3Rz8WcYq5JdT1e"
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one", "xdist"])
+def test_what_a_test_prints_is_masked_in_every_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
+) -> None:
+    """An agent prints its key to stdout and stderr, a plain test prints it too: the run is
+    green, and the key is in no file (junit with all output, the json report) nor the
+    terminal, where the printed lines show ``[REDACTED]``."""
+    pytest.importorskip("pytest_jsonreport")
+    if workers:
+        pytest.importorskip("xdist")
+    monkeypatch.setenv("OPENAI_KEY", KEY)
+    pytester.makeconftest(PRINTING)
+    pytester.makepyfile(
+        test_plain="import os\n\ndef test_plain():\n    print('plain', os.environ['OPENAI_KEY'])\n"
+    )
+    write_json(
+        pytester, "qa.golden.json", [{"id": "a", "input": "same", "expected_output": "same"}]
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--llmeval-run-dir", "run", "--junitxml", "junit.xml",
+        "-o", "junit_logging=all", "--json-report", "--json-report-file", "report.json",
+        "-rA", *workers,
+    )  # fmt: skip
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    assert _verdict(pytester.path / "run")["status"] == "passed"
+    leaked = [
+        str(p) for p in pytester.path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()
+    ]
+    assert leaked == [] and KEY not in output
+    junit = (pytester.path / "junit.xml").read_text()
+    assert f"backend said {MASK}" in junit and f"plain {MASK}" in junit

@@ -84,9 +84,14 @@ class Message(_Model):
     """For ``role="tool"``: the tool's name."""
 
 
-Tokens = Annotated[int, Field(ge=0, strict=True)]
-"""A count of tokens: a whole number, 0 or more. A negative one would lower what budgets
-count, so it is refused where it is made (the runner's or the agent's error)."""
+MAX_TOKENS = 10**15
+"""The most tokens one count may hold: a thousand times a year of a large provider's
+traffic, far beyond any call, case or run, and small enough that a cost in dollars stays a
+finite number (``10**400`` tokens cannot be priced: an ``OverflowError`` in the ledger)."""
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)]
+"""A count of tokens: a whole number, 0 or more, at most :data:`MAX_TOKENS`. A negative one
+would lower what budgets count, and an absurd one could not be priced, so either is refused
+where it is made (the runner's or the agent's error)."""
 
 
 class Usage(_Model):
@@ -106,7 +111,8 @@ class Usage(_Model):
         return self.prompt_tokens + self.completion_tokens or self.total_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
+        # a sum of counts is a count, even past MAX_TOKENS (several absurd calls): no check
+        return Usage.model_construct(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,

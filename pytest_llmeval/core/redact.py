@@ -21,8 +21,9 @@ failure messages, junit properties). It replaces with ``[REDACTED]``:
   environment variables (:func:`secret_env_values`: ``CI_JOB_TOKEN`` …), the credentials of the
   configured URLs (:func:`url_secrets`) and the secret-named values of ``--llmeval-extra-body``
   (:func:`named_secrets`). A literal value is masked wherever it appears, whatever the shape
-  of the text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``;
-  :data:`PLACEHOLDER_KEYS`), values under :data:`MIN_SECRET_LENGTH` characters and plain
+  of the text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``,
+  well-known dummy passwords such as ``postgres`` or ``changeme``; :data:`PLACEHOLDER_KEYS`),
+  values under :data:`MIN_SECRET_LENGTH` characters and plain
   numbers or dates are not secrets: they would be masked in, and found by the leak check in,
   ordinary text (a report's timestamps).
 
@@ -105,16 +106,28 @@ MIN_FOUND_SECRET_LENGTH = 8
 """The least length of a secret found rather than configured (a URL's password, a
 secret-named variable or extra-body value): masking a short word everywhere would garble
 every report, while such a value is still masked where its shape shows (user-info, key)."""
-PLACEHOLDER_KEYS = frozenset(
+DUMMY_PASSWORDS = frozenset(
+    {"postgres", "password", "password1", "password123", "passw0rd", "p@ssw0rd", "p@ssword",
+     "changeme", "change-me", "change_me", "changeit", "secret123", "mysecret", "supersecret",
+     "admin123", "adminadmin", "rootroot", "minioadmin", "testpass", "testpassword",
+     "testsecret", "example", "guestguest", "letmein1"}
+)  # fmt: skip
+"""The default passwords of CI service containers, tutorials and quick starts
+(``POSTGRES_PASSWORD=postgres``, ``DB_PASSWORD=password``, Java's keystore ``changeit``,
+MinIO's ``minioadmin``), in lower case: a value everyone knows protects nothing, and it is an
+ordinary word of a project's own text and paths (``postgres_evals/``, a case about
+``postgres``), which masking would garble and the leak check would find in pytest's junit."""
+_LOCAL_PLACEHOLDERS = frozenset(
     {"ollama", "empty", "none", "null", "sk-no-key-required", "lm-studio", "not-needed",
      "no-key", "dummy", "placeholder", "disabled", "required", "optional", "anonymous",
      "kerberos"}
 )  # fmt: skip
+PLACEHOLDER_KEYS = _LOCAL_PLACEHOLDERS | DUMMY_PASSWORDS
 """Keys that local servers document as "any value works" (Ollama's ``ollama``, vLLM's
-``EMPTY``, llama.cpp's ``sk-no-key-required``, LM Studio's ``lm-studio``), and the switch
-words a secret-named variable can hold (``NPM_AUTH=disabled``, ``PROXY_AUTH=kerberos``), in
-lower case: such a value is not a secret, and it appears in ordinary text
-(``ollama_smoke.golden.json``, a gate's ``optional``)."""
+``EMPTY``, llama.cpp's ``sk-no-key-required``, LM Studio's ``lm-studio``), the switch
+words a secret-named variable can hold (``NPM_AUTH=disabled``, ``PROXY_AUTH=kerberos``) and
+the well-known :data:`DUMMY_PASSWORDS`, in lower case: such a value is not a secret, and it
+appears in ordinary text (``ollama_smoke.golden.json``, a gate's ``optional``)."""
 _TOKEN_PLACEHOLDERS = tuple(k for k in PLACEHOLDER_KEYS if re.fullmatch(TOKEN_PATTERNS[0], k))
 """The placeholders a token pattern would mask (``sk-no-key-required``)."""
 MIN_SEGMENT_LENGTH = 20

@@ -28,6 +28,8 @@ is the only one to change.
   ``report_handler`` (the plugin registered as ``logging-plugin``): the handlers pytest writes
   ``--log-file``, live logs, captured logs and ``caplog`` with; the log redaction filter goes on
   them, and the leak check reads the log file at its ``baseFilename`` (a hook may move it).
+* ``Item._report_sections``: the ``(when, key, content)`` captured output pytest builds a
+  report's sections from (and pytest-json-report reads directly); it is masked there.
 * ``xdist.workermanage.parse_tx_spec_config`` and ``xdist.report.report_collection_diff``: the
   worker count and xdist's own message for workers that collected different items.
 """
@@ -38,7 +40,7 @@ import importlib
 import inspect
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -54,6 +56,7 @@ __all__ = [
     "fixture_info",
     "log_file",
     "logging_handlers",
+    "mask_report_sections",
     "progress_held",
     "resolved_fixture_defs",
     "reuse_fixture_defs",
@@ -190,3 +193,10 @@ def log_file(config: pytest.Config) -> Path | None:
     if not isinstance(name, str) or name == os.devnull:
         return None
     return Path(name)
+
+
+def mask_report_sections(item: pytest.Item, mask: Callable[[str], str]) -> None:
+    """Rewrite the captured output an item's next report is made from through ``mask``."""
+    kept = getattr(item, "_report_sections", None)
+    if kept:  # usually empty: nothing to do on the per-case path
+        item._report_sections = [(when, key, mask(content)) for when, key, content in kept]

@@ -26,6 +26,7 @@ from pytest_llmeval.plugin import (
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
+from pytest_llmeval.plugin.captured_output import CapturedOutputMask
 from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
 from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
@@ -81,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(CollectedHashes(config, state), "llmeval-datasets")
     config.stash[eval_roots_key] = EvalRoots(config, state.settings)
     config.pluginmanager.register(config.stash[eval_roots_key], "llmeval-eval-roots")
+    config.pluginmanager.register(CapturedOutputMask(state.redactor), "llmeval-captured-output")
     if not hasattr(config, "workerinput"):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume

@@ -95,8 +95,9 @@ class RunWriter:
     def suite_artifacts(self, results: Sequence[CaseResult]) -> list[tuple[str, Any]]:
         """Per-file artifacts of the suites (``toolforge/<stem>.json`` ...), one name per data
         file: files whose artifacts would share a name (``v1/x.golden.json`` and
-        ``v2/x.golden.json``, ``a/x.jsonl`` and ``a_x.jsonl``) are made again with a short hash
-        of their path in it (:attr:`CaseSource.tag`); every other name stays as it is."""
+        ``v2/x.golden.json``, ``a/x.jsonl`` and ``a_x.jsonl``, or names that differ only in
+        case, which meet on a case-insensitive disk) are made again with a short hash of their
+        path in it (:attr:`CaseSource.tag`); every other name stays as it is."""
         rootdir = self.context.settings.rootdir
         by_file: dict[tuple[str, str], list[CaseResult]] = {}
         for result in results:
@@ -108,10 +109,11 @@ class RunWriter:
                 continue
             source = CaseSource(path=rootdir / file, display=file)
             made.append((suite, source, rows, self._file_artifacts(suite, source, rows)))
-        taken = Counter(name for *_, artifacts in made for name in artifacts)
+        # names that differ only in case meet on a case-insensitive disk (macOS, Windows)
+        taken = Counter(name.casefold() for *_, artifacts in made for name in artifacts)
         out: list[tuple[str, Any, str]] = []
         for suite, source, rows, artifacts in made:
-            if any(taken[name] > 1 for name in artifacts):  # made again, with the path's tag
+            if any(taken[name.casefold()] > 1 for name in artifacts):  # again, with a tag
                 tag = path_tag(source.display)
                 again = self._file_artifacts(suite, replace(source, tag=tag), rows)
                 # a suite that does not name its artifacts by the tag gets it put in
@@ -278,9 +280,9 @@ def _tagged(name: str, tag: str) -> str:
 def _unique(artifacts: Sequence[tuple[str, Any, str]]) -> list[tuple[str, Any]]:
     """The artifacts by name; a name two files still share (a file of the user's named like
     another's tagged artifact) takes its file's whole path hash."""
-    taken = Counter(name for name, _, _ in artifacts)
+    taken = Counter(name.casefold() for name, _, _ in artifacts)
     return [
-        (_tagged(name, path_tag(display, 64)) if taken[name] > 1 else name, value)
+        (_tagged(name, path_tag(display, 64)) if taken[name.casefold()] > 1 else name, value)
         for name, value, display in artifacts
     ]
 

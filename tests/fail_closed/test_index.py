@@ -360,6 +360,19 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "a gate on a metric the protocol never produces stops the run at the start": ("first_hour", [
         "test_a_gate_on_a_metric_the_protocol_does_not_produce_stops_at_the_start",
     ]),
+    # round 2: hostile review 2
+    "a well-known dummy password is not a secret": ("hostile3", [
+        "test_a_well_known_dummy_password_is_not_a_secret",
+    ]),
+    "an absurd token count is the case's error, as a negative one is": ("hostile3", [
+        "test_an_absurd_token_count_is_the_cases_error",
+    ]),
+    "per-file artifacts whose names differ only in case keep one each": ("hostile3", [
+        "test_artifacts_whose_names_differ_only_in_case_keep_one_each",
+    ]),
+    "what a test prints is masked before any report shows it": ("hostile3", [
+        "test_what_a_test_prints_is_masked_in_every_report",
+    ]),
 }  # fmt: skip
 
 TOPICS = sorted({topic for topic, _ in CLASSES.values()})

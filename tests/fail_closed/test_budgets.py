@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import read_jsonl, write_json
+from tests.fail_closed.test_bounds import JUDGE_CONFTEST
 
 ECHO = ("--llmeval-runner", "echo", "--llmeval-model", "echo-model")
 BUDGET_EXIT = pytest.ExitCode.INTERRUPTED
@@ -261,35 +262,6 @@ def test_a_cost_budget_that_cannot_price_the_runners_model_is_a_usage_error(
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *no price for the runner's model 'counted-model'*"])
-
-
-JUDGE_CONFTEST = """
-import json
-
-from pytest_llmeval.core.models import Usage
-from pytest_llmeval.runners.base import Completion
-
-
-class Judge:
-    name = "judgy"
-
-    def fingerprint(self):
-        return {"type": "judgy", "model": "judge-model"}
-
-    async def generate(self, request):
-        verdict = {"scores": {"correct": 1.0}, "reason": "fine"}
-        return Completion(
-            text=json.dumps(verdict),
-            usage=Usage(prompt_tokens=10, completion_tokens=4, total_tokens=14),
-        )
-
-    async def aclose(self):
-        return None
-
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("judgy", lambda settings: Judge())
-"""
 
 
 def test_a_cost_budget_that_cannot_price_the_judge_is_a_usage_error(

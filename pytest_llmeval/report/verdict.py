@@ -242,13 +242,7 @@ def skipped_under_gates(partial: Sequence[GateResult], results: Sequence[CaseRes
     held = [g.gate.name for g in partial if g.gate.suite == TOTALS or g.gate.suite in suites]
     if not held:
         return None
-    first = skipped[0]
-    why = f": {first.error}" if first.error else ""
-    return (
-        f"{len(skipped)} eval case(s) were skipped (first: {first.nodeid}{why}), so gate(s) "
-        f"{', '.join(held)} judged only the rest and the run fails; let them run, or leave "
-        "them out on purpose with -k, -m or --deselect"
-    )
+    return _skipped_line(skipped, "", f"gate(s) {', '.join(held)}")
 
 
 def skipped_under_baseline(diff: BaselineDiff | None, results: Sequence[CaseResult]) -> str | None:
@@ -264,12 +258,17 @@ def skipped_under_baseline(diff: BaselineDiff | None, results: Sequence[CaseResu
     skipped = [r for r in skipped if r.budget_skip is None]  # a budget's stop says so itself
     if not skipped:
         return None
+    return _skipped_line(skipped, " the baseline judged", "the baseline comparison")
+
+
+def _skipped_line(skipped: Sequence[CaseResult], which: str, judged: str) -> str:
+    """The one line that says skipped cases fail the run, naming the first and its reason."""
     first = skipped[0]
     why = f": {first.error}" if first.error else ""
     return (
-        f"{len(skipped)} eval case(s) the baseline judged were skipped (first: {first.nodeid}"
-        f"{why}), so the baseline comparison judged only the rest and the run fails; let them "
-        "run, or leave them out on purpose with -k, -m or --deselect"
+        f"{len(skipped)} eval case(s){which} were skipped (first: {first.nodeid}{why}), so "
+        f"{judged} judged only the rest and the run fails; let them run, or leave them out "
+        "on purpose with -k, -m or --deselect"
     )
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_json, write_jsonl
+
 __all__ = ["transformers_serve"]
 
 
@@ -58,3 +60,17 @@ def transformers_serve(model_dir: Path, log: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
+
+
+def weather_tool(pytester: pytest.Pytester) -> None:
+    """The tiny model's one tool, ``get_weather``: its registry entry and a recorded result."""
+    write_json(
+        pytester,
+        "tools.json",
+        {"tools": [{"name": "get_weather", "description": "weather", "version": "1.0.0"}]},
+    )
+    write_jsonl(
+        pytester,
+        "fixtures/tools/weather.jsonl",
+        [{"name": "get_weather", "key": {"city": "Paris"}, "result": {"temp_c": 18}}],
+    )

@@ -34,8 +34,8 @@ from pytest_llmeval.runners.hf_local import (
     tokenizer_files_sha256,
 )
 from pytest_llmeval.testing.tiny import build_tiny_model
-from tests.conftest import read_jsonl, write_json, write_jsonl
-from tests.runners.serve import transformers_serve
+from tests.conftest import read_jsonl, write_json
+from tests.runners.serve import transformers_serve, weather_tool
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -437,16 +437,7 @@ def test_golden_file_runs_with_the_hf_runner(
             },
         ],
     )
-    write_json(
-        pytester,
-        "tools.json",
-        {"tools": [{"name": "get_weather", "description": "weather", "version": "1.0.0"}]},
-    )
-    write_jsonl(
-        pytester,
-        "fixtures/tools/weather.jsonl",
-        [{"name": "get_weather", "key": {"city": "Paris"}, "result": {"temp_c": 18}}],
-    )
+    weather_tool(pytester)
     result = pytester.runpytest_subprocess(
         "--llmeval-runner",
         "hf",

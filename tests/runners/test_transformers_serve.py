@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.testing.tiny import build_tiny_model
-from tests.conftest import read_jsonl, write_json, write_jsonl
-from tests.runners.serve import transformers_serve
+from tests.conftest import read_jsonl, write_json
+from tests.runners.serve import transformers_serve, weather_tool
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -73,16 +73,7 @@ def _run(pytester: pytest.Pytester, served: Served, *args: str, base_url: str | 
 def _golden_project(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     write_json(pytester, "cases.golden.json", GOLDEN)
-    write_json(
-        pytester,
-        "tools.json",
-        {"tools": [{"name": "get_weather", "description": "weather", "version": "1.0.0"}]},
-    )
-    write_jsonl(
-        pytester,
-        "fixtures/tools/weather.jsonl",
-        [{"name": "get_weather", "key": {"city": "Paris"}, "result": {"temp_c": 18}}],
-    )
+    weather_tool(pytester)
 
 
 def _when2call_project(pytester: pytest.Pytester, *options: str) -> None:

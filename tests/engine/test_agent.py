@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import read_jsonl, write_json
+from tests.engine.test_timeouts import SLOW_CONFTEST
 
 GOLDEN = [
     {
@@ -179,21 +180,7 @@ def pytest_llmeval_register_runners(registry):
 
 
 def test_timeout_is_an_error_and_the_next_case_runs(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(
-        """
-import asyncio
-from pytest_llmeval.testing.scripted import ScriptedModel
-
-class Slow(ScriptedModel):
-    async def generate(self, request):
-        if "slow" in request.messages[-1].content:
-            await asyncio.sleep(30)
-        return await super().generate(request)
-
-def pytest_llmeval_register_runners(registry):
-    registry.register("slow", lambda s: Slow())
-"""
-    )
+    pytester.makeconftest(SLOW_CONFTEST)
     write_json(
         pytester,
         "qa.golden.json",

@@ -7,8 +7,8 @@ verdict (every repeat, every judge repeat), priced by ``--llmeval-prices``. Once
 reached it stops the dispatcher's look-ahead (what was queued or running ahead is cancelled)
 and every eval item still to run is skipped in setup with the reason, so it gets a result,
 the reports are written as usual and the controller can tell the run stopped early
-(the skip reason is a :class:`~pytest_llmeval.core.models.BudgetSkip`). It also puts the
-number of agents in flight on each report, for the controller's progress lines.
+(the skip reason is a :class:`~pytest_llmeval.core.models.BudgetSkip`). It is registered
+only when a budget is set.
 
 Under xdist the limits are the session's: each worker adds every case's spend to the
 controller's ledger (:mod:`pytest_llmeval.limits.ledger`) and compares the session's totals
@@ -24,7 +24,7 @@ raised by the checks before any case); a larger limit runs the rest within what 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,10 +39,7 @@ from pytest_llmeval.plugin.compat import skip_at_item
 from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
 from pytest_llmeval.rundir.journal import every_result
 
-__all__ = ["IN_FLIGHT_ATTR", "Budget", "keep_first_per_file", "spent_before"]
-
-IN_FLIGHT_ATTR = "llmeval_in_flight"
-"""The report attribute carrying the agents in flight in the process that made it."""
+__all__ = ["Budget", "keep_first_per_file", "spent_before"]
 
 
 class Budget:
@@ -151,18 +148,9 @@ class Budget:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count the case result the report carries (made with the report, logged after)."""
-        record = self.records.of(report) if self.limited else None  # no budget: no counting
+        record = self.records.of(report)
         if record is not None:
             self.add(record)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if report.when == "teardown":
-            setattr(report, IN_FLIGHT_ATTR, self.dispatcher.in_flight)
-        return report
 
 
 def spent_before(settings: Settings, run_dir: Path, attempt: int) -> Totals | None:

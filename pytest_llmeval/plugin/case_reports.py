@@ -30,6 +30,7 @@ import pytest
 
 from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.models import Transcript
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.records import CaseRecord
 
@@ -85,7 +86,7 @@ def is_scored_miss(
         and report.failed
         and excinfo is not None
         and isinstance(excinfo.value, EvalFailure)
-        and not getattr(report, SCORED_ERROR_ATTR, False)  # found unjudgeable while scored
+        and not wire.facts(report).get("scored_error")  # found unjudgeable while scored
     )
 
 
@@ -94,22 +95,19 @@ def _first_line(report: pytest.TestReport) -> str:
     return text.splitlines()[0] if text else "no message"
 
 
-SCORED_ERROR_ATTR = "llmeval_scored_error"
-"""Set on the call report of a case that errored while it was scored. The report carries no
-result itself (:mod:`pytest_llmeval.plugin.records`), and pytest asks for a report's status
-again when it writes its short summary."""
-
-
 def _mark_scored_error(report: pytest.TestReport, record: CaseRecord | None) -> None:
+    """Say on the call report of a case that errored while it was scored that it did: the
+    report carries no result itself (:mod:`pytest_llmeval.plugin.records`), and pytest asks
+    for a report's status again when it writes its short summary."""
     if report.when != "call" or report.outcome != "failed":
         return  # only a failed call can have errored while it was scored
     if record is not None and record.outcome == "error":
-        setattr(report, SCORED_ERROR_ATTR, True)
+        wire.add_facts(report, {"scored_error": True})
 
 
 def teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
     """``("error", "E", "ERROR")`` for the call report of a case that errored while it was
     scored; ``None`` (pytest's own status) for every other report."""
-    if report.outcome == "failed" and getattr(report, SCORED_ERROR_ATTR, False):
+    if report.outcome == "failed" and wire.facts(report).get("scored_error"):
         return "error", "E", "ERROR"
     return None  # the common case, checked first: a report that did not fail

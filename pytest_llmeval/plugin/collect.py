@@ -27,6 +27,7 @@ from pytest_llmeval.plugin.fixtures import (
     reuse_fixture_values,
     session_fixtures,
 )
+from pytest_llmeval.plugin.resume import resume_key
 from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, other_model
 from pytest_llmeval.suites.base import (
     CaseSource,
@@ -339,7 +340,9 @@ class EvalItem(pytest.Function):
         if not agent_first:
             self._set_up_fixtures()
         agent = self.funcargs["llmeval_agent"]
-        self.state.check_runner(self, agent)  # resume: same runner
+        resume = self.config.stash.get(resume_key, None)
+        if resume is not None:
+            resume.check_runner(self, agent)  # the same runner as the earlier attempts
         if named.from_agent and RUNNER_MODEL_KEY in case.metadata:  # the first agent's model
             other = other_model(case.metadata, self.state.results.fingerprint_of(agent)[0])
             if other is not None:

@@ -16,14 +16,12 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.core.fingerprint import file_sha256
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.collect import EvalFile
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.suites.base import CollectedData
 
 __all__ = ["CollectedHashes"]
-
-_KEY = "llmeval_datasets"
-"""The ``workeroutput`` key a worker sends its hashes under."""
 
 
 class CollectedHashes:
@@ -50,15 +48,12 @@ class CollectedHashes:
             except OSError:  # unreadable or gone: its cases say why; the end hashes it if it can
                 return report
             self.data.add(collector.data_display, digest)
-            workeroutput = getattr(self.config, "workeroutput", None)
-            if workeroutput is not None:
-                workeroutput[_KEY] = dict(self.data.hashes)
+            wire.worker_output(self.config).datasets = dict(self.data.hashes)
         return report
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker's hashes (none from a worker that died before collecting)."""
-        sent = getattr(node, "workeroutput", {}).get(_KEY)
-        for name, digest in sorted(sent.items() if isinstance(sent, dict) else ()):
-            if isinstance(name, str) and isinstance(digest, str):
-                self.data.add(name, digest)
+        output = wire.node_output(node)
+        for name, digest in sorted(output.datasets.items() if output is not None else ()):
+            self.data.add(name, digest)

@@ -26,13 +26,12 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.config.settings import Settings
+from pytest_llmeval.plugin import worker_wire as wire
 
 __all__ = ["OWN_ROOT_FILES", "EvalRoots", "eval_roots_key", "own_root"]
 
 OWN_ROOT_FILES = ("pytest.ini", ".pytest.ini")
 """The files that make a folder a pytest root whatever they hold (pytest's own rule)."""
-_KEY = "llmeval_left_out_roots"
-"""The ``workeroutput`` key a worker sends the folders it left out under."""
 
 
 def own_root(file_path: Path, rootdir: Path, inifile: Path | None) -> Path | None:
@@ -78,20 +77,18 @@ class EvalRoots:
         if root is None or any(path.is_relative_to(root) for path in self.configured):
             return False
         self.left_out[root] = self.left_out.get(root, 0) + 1
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[_KEY] = {str(k): v for k, v in self.left_out.items()}
+        left_out = {str(k): v for k, v in self.left_out.items()}
+        wire.worker_output(self.config).left_out = left_out
         return True
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """The folders a worker left out (the workers collect the same files: the most any
         worker counted)."""
-        sent = getattr(node, "workeroutput", {}).get(_KEY)
-        for name, count in sorted(sent.items() if isinstance(sent, dict) else ()):
-            if isinstance(name, str) and isinstance(count, int):
-                root = Path(name)
-                self.left_out[root] = max(self.left_out.get(root, 0), count)
+        output = wire.node_output(node)
+        for name, count in sorted(output.left_out.items() if output is not None else ()):
+            root = Path(name)
+            self.left_out[root] = max(self.left_out.get(root, 0), count)
 
     def lines(self) -> list[str]:
         """One line per folder left out, naming the command that runs it."""
@@ -108,7 +105,7 @@ class EvalRoots:
         return out
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput"):
+        if wire.is_worker(self.config):
             return
         for line in self.lines():
             terminalreporter.write_line(line, yellow=True)

@@ -24,6 +24,9 @@ from pytest_llmeval.plugin import (
     session_files,
 )
 from pytest_llmeval.plugin import scheduling as sharding
+from pytest_llmeval.plugin import (
+    worker_wire as wire,
+)
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.captured_output import CapturedOutputMask
@@ -35,10 +38,12 @@ from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
 from pytest_llmeval.plugin.progress import Progress
+from pytest_llmeval.plugin.resume import Resume, resume_key
 from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, workers_disagree
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
+from pytest_llmeval.plugin.stop import Stop, stop_key
 from pytest_llmeval.plugin.termination import SigtermHandler
 from pytest_llmeval.report.baseline.file import BaselineError, check_replaceable
 from pytest_llmeval.rundir.files import is_run_dir
@@ -76,22 +81,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
     suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
-    state = LLMEvalState(config, options.from_config(config), suites)
+    stop = config.stash[stop_key] = Stop()
+    state = LLMEvalState(config, options.from_config(config), suites, stop)
     config.stash[state_key] = state
+    resume = None
+    if state.settings.resume is not None:  # the earlier attempts' results, and what to reuse
+        resume = Resume(
+            config,
+            state.settings,
+            state.run_dir,
+            stop,
+            state.runner_model,
+            state.scoring,
+            state.attempt,
+            state.results.fingerprint_of,
+        )
+        config.stash[resume_key] = resume
+        config.pluginmanager.register(resume, "llmeval-resume")
     config.pluginmanager.register(state.records, "llmeval-records")
     config.pluginmanager.register(CollectedHashes(config, state), "llmeval-datasets")
     config.stash[eval_roots_key] = EvalRoots(config, state.settings)
     config.pluginmanager.register(config.stash[eval_roots_key], "llmeval-eval-roots")
     config.pluginmanager.register(CapturedOutputMask(state.redactor), "llmeval-captured-output")
-    if not hasattr(config, "workerinput"):
+    if not wire.is_worker(config):
         _check_baseline_target(state.settings)
     named = state.settings.run_dir or state.settings.resume
     if named and state.run_dir.exists() and not runs_no_case(config):
         state.claim_run_dir()  # an existing run dir is this session's, or a usage error
-    config.stash[deselections_key] = Deselections(state)
+    config.stash[deselections_key] = Deselections(state, resume)
     config.pluginmanager.register(config.stash[deselections_key], "llmeval-deselected")
-    if not hasattr(config, "workerinput"):
-        report = SessionReport(state, Interruption(state))
+    if not wire.is_worker(config):
+        report = SessionReport(state, Interruption(state), resume)
         config.stash[session_report_key] = report
         config.stash[late_exit_key] = report  # kept past unconfigure: the last record
         config.pluginmanager.register(report, "llmeval-report")
@@ -102,10 +122,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
     if config.pluginmanager.hasplugin("xdist"):
-        hooks = XdistHooks(controller=not hasattr(config, "workerinput"), state=state)
+        hooks = XdistHooks(controller=not wire.is_worker(config), state=state)
         config.pluginmanager.register(hooks, "llmeval-xdist")
     _register_spending(config, state)
-    if not hasattr(config, "workerinput"):  # the workers read what the controller checked
+    if not wire.is_worker(config):  # the workers read what the controller checked
         state.check_support_files()
 
 
@@ -125,19 +145,20 @@ def _check_baseline_target(settings: settings.Settings) -> None:
 
 
 def _register_spending(config: pytest.Config, state: LLMEvalState) -> None:
-    """Budgets in every process that runs cases; progress where the results arrive."""
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
-    earlier = spent_before(state.settings, state.run_dir, state.attempt)  # a resume's
-    budget = Budget(
-        state.settings, state.dispatcher, state.records, _is_eval_item, workers, ledger, earlier
-    )
-    config.pluginmanager.register(budget, "llmeval-budget")
-    if budget.limited:  # a budget that cannot be measured is an error, not off
-        config.pluginmanager.register(
-            BudgetMeasure(state.settings, budget), "llmeval-budget-measure"
+    """A budget in every process that runs cases, when one is set; progress where the results
+    arrive."""
+    settings = state.settings
+    if settings.max_tokens_total is not None or settings.max_cost is not None:
+        workers = wire.worker_count(config)
+        ledger = state.limits.remote_ledger  # with -n: the session's spend, on the controller
+        earlier = spent_before(settings, state.run_dir, state.attempt)  # a resume's
+        budget = Budget(
+            settings, state.dispatcher, state.records, _is_eval_item, workers, ledger, earlier
         )
-    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(budget, "llmeval-budget")
+        # a budget that cannot be measured is an error, not off
+        config.pluginmanager.register(BudgetMeasure(settings, budget), "llmeval-budget-measure")
+    if not wire.is_worker(config):
         progress = Progress(config, state.settings, state.records)
         config.pluginmanager.register(progress, "llmeval-progress")
 
@@ -198,6 +219,7 @@ def _unconfigure(config: pytest.Config) -> None:
         "llmeval-json-report",
         "llmeval-datasets",
         "llmeval-eval-roots",
+        "llmeval-resume",
     )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)
@@ -220,11 +242,6 @@ def _held_signal(config: pytest.Config, name: str | None) -> None:
         )
 
 
-RUNNER_MODEL_REPORT = "llmeval_runner_model"
-"""A worker's report attribute: ``[worker id, model]`` for a case built for the model its
-agent named (``prompt_format: auto``), for the controller to compare across workers."""
-
-
 class XdistHooks:
     """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
 
@@ -238,13 +255,13 @@ class XdistHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The controller: workers that built their cases for different models fail the run
         (one usage error, as a worker's refusal), rather than mix prompt formats."""
-        said = getattr(report, RUNNER_MODEL_REPORT, None)
+        said = wire.facts(report).get("runner_model")
         if not self.controller or not isinstance(said, (list, tuple)) or len(said) != 2:
             return
         self.models.setdefault(str(said[0]), said[1])
         disagree = workers_disagree(self.models)
-        if disagree is not None and self.state.refusal is None:
-            self.state.refusal = disagree
+        if disagree is not None:
+            self.state.stop.refuse(disagree)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -255,16 +272,12 @@ class XdistHooks:
         enabled = config.stash[state_key].settings.hash_scheduling
         return sharding.make_scheduler(config, log, enabled=enabled)
 
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", None)
-        if output:
-            node.config.stash[state_key].from_worker(output)
-
     def pytest_configure_node(self, node: Any) -> None:
         state = node.config.stash[state_key]
-        state.hand_to_worker(node.workerinput)
-        protocol_refusals.hand_to_worker(node.config, node.workerinput)
-        running_marks.hand_to_worker(node.config, node.workerinput)
+        given = state.worker_input(node.config)
+        given.running_marks = running_marks.folder(node.config)
+        given.hand_to(node.workerinput)
+        state.limits.hand_to_worker(node.workerinput)
         sharding.configure_node(node, enabled=state.settings.hash_scheduling)
 
 
@@ -275,7 +288,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     controller is caught at once. A run dir it created stays only if the session used it."""
     config = session.config
     distributing = config.pluginmanager.has_plugin("dsession")
-    if distributing and not hasattr(config, "workerinput") and not runs_no_case(config):
+    if distributing and not wire.is_worker(config) and not runs_no_case(config):
         config.stash[state_key].claim_run_dir()
 
 
@@ -319,10 +332,16 @@ def pytest_collection_modifyitems(
         if dropped:
             config.hook.pytest_deselected(items=dropped)
     collected = config.stash[deselections_key].collected_nodeids()
-    if state.finished and not preflight.settle_runner_model(session, items):
-        return  # the runner cannot be built: stopped (a resume builds the cases it compares)
-    state.skip_finished(config, items, case_fingerprint, collected)
-    config.stash[state_key].keep_shard(config, items, _is_eval_item)
+    resume = config.stash.get(resume_key, None)
+    if resume is not None:
+        if resume.finished and not preflight.settle_runner_model(session, items):
+            return  # the runner cannot be built: stopped (a resume builds the cases it compares)
+        resume.skip_finished(items, case_fingerprint, collected)
+    if state.settings.shard is not None:  # --llmeval-shard I/N: the other shards' cases go
+        keep, drop = sharding.split_shard(items, *state.settings.shard, _is_eval_item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected ids
@@ -428,19 +447,29 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     if not isinstance(item, EvalItem):
-        return (yield)
+        return _with_in_flight((yield), item.config)
     named = item.state.runner_model
     # a case reported before the model is known (pytest skipped it by a mark, its fixtures
     # failed) is read without settling it: the next case's agent may still name it
     with contextlib.nullcontext() if named.settled else named.probe():
-        return _eval_report((yield), item, call)
+        report = _eval_report((yield), item, call)
+    return _with_in_flight(report, item.config)
+
+
+def _with_in_flight(report: pytest.TestReport, config: pytest.Config) -> pytest.TestReport:
+    """A teardown report says how many agents are in flight here (the controller's progress
+    lines add up every process's)."""
+    if report.when == "teardown":
+        in_flight = config.stash[state_key].dispatcher.in_flight
+        wire.add_facts(report, {"in_flight": in_flight})
+    return report
 
 
 def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> Any:
     state = item.state
     case_reports.unhide_error(report, call.excinfo)  # a user's xfail never hides an error
-    if state.refusal is not None:
-        report.llmeval_refusal = state.refusal
+    if state.stop.reason is not None:
+        wire.add_facts(report, {"refusal": state.stop.reason})
     elif runs_no_case(item.config):  # --setup-only, --setup-plan: no result, no journal
         pass
     else:  # a refused resume journals nothing
@@ -448,17 +477,18 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
         case = item.built_case  # under xdist, the model the cases that ran were built for
         named = state.runner_model  # (once per worker: every case of it was built for one)
         if call.when == "call" and not named.told and case and RUNNER_MODEL_KEY in case.metadata:
-            worker = getattr(item.config, "workerinput", {}).get("workerid")
+            worker = wire.worker_id(item.config)
             if worker is not None:
                 named.told = True
-                setattr(report, RUNNER_MODEL_REPORT, [worker, case.metadata[RUNNER_MODEL_KEY]])
+                said = (worker, case.metadata[RUNNER_MODEL_KEY])
+                wire.add_facts(report, {"runner_model": said})
         if call.when == "call":
             state.runahead.judged(item.nodeid)
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
-        stopped = state.journal_stopped()
+        stopped = state.journal.stopped()
         if stopped is not None:  # every case after this one would be lost: stop, fail
-            report.llmeval_unjournaled = stopped
+            wire.add_facts(report, {"unjournaled": stopped})
             item.session.shouldstop = item.session.shouldstop or stopped
     return report
 

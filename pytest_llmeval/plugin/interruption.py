@@ -31,6 +31,7 @@ from pytest_llmeval.core.errors import CaseFileError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
 from pytest_llmeval.inputs.regular import not_regular
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalFile, EvalItem, display_path
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
@@ -53,9 +54,6 @@ WORKER_CRASHED = "worker crashed"
 """How a crashed worker's case's error begins."""
 
 _DATA_SUFFIXES = (".json", ".jsonl")
-
-_WORKER_REASON = "llmeval_stop_reason"
-"""``workeroutput`` key: why an xdist worker's session stopped early."""
 
 
 def stop_reason(exc: BaseException) -> str:
@@ -86,9 +84,7 @@ class WorkerStop:
         self.config = config
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        output = getattr(self.config, "workeroutput", None)
-        if output is not None:
-            output[_WORKER_REASON] = stop_reason(excinfo.value)
+        wire.worker_output(self.config).stop_reason = stop_reason(excinfo.value)
 
 
 def crashed_result(
@@ -156,8 +152,9 @@ class Interruption:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: why a worker stopped, read before the controller stops for it."""
-        reason = getattr(node, "workeroutput", {}).get(_WORKER_REASON)
-        if isinstance(reason, str) and reason != "keyboard_interrupt":
+        output = wire.node_output(node)
+        reason = output.stop_reason if output is not None else None
+        if reason is not None and reason != "keyboard_interrupt":
             self.worker_reasons.add(reason)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)

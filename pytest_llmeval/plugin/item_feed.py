@@ -18,6 +18,7 @@ from pytest_llmeval.core.models import EvalCase, Transcript
 from pytest_llmeval.engine.dispatch import Dispatcher, Job
 from pytest_llmeval.plugin import running_marks
 from pytest_llmeval.plugin import scheduling as sharding
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.tools.broker import ToolBroker
 
 __all__ = ["Queued", "RunAhead"]
@@ -58,7 +59,7 @@ class RunAhead:
         """Work out which eval items (``eval_items(item)``) this process runs, in order, for
         the dispatcher."""
         marks = None
-        if hasattr(self.config, "workerinput"):
+        if wire.is_worker(self.config):
             indices = sharding.run_order(self.config, items)
             ordered = [items[i] for i in indices] if indices is not None else []
             if indices:  # a crash names the case whose agent ran ahead, not pytest's item

@@ -23,9 +23,9 @@ session checks what every case would otherwise fail on one by one:
 
 Without xdist the error is raised as :class:`pytest.UsageError`. A worker cannot stop the
 session that way (the controller would see a crashed worker), so it hands the message on a
-failed collect report (:data:`USAGE_ERROR_ATTR`) and keeps no item; the controller raises the
-usage error when the first such report arrives, before anything is scheduled: one line, exit 4,
-with ``-n 2`` as without.
+failed collect report (its :class:`~pytest_llmeval.plugin.worker_wire.ReportFacts`) and keeps
+no item; the controller raises the usage error when the first such report arrives, before
+anything is scheduled: one line, exit 4, with ``-n 2`` as without.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.engine.services import check_embedder
 from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.plugin import protocol_refusals
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
 from pytest_llmeval.plugin.collect import EvalItem
@@ -61,7 +62,6 @@ from pytest_llmeval.report.metric_paths import (
 from pytest_llmeval.rundir.models import Gate
 
 __all__ = [
-    "USAGE_ERROR_ATTR",
     "build_runner",
     "check",
     "close_unused_runner",
@@ -70,9 +70,6 @@ __all__ = [
     "settle_runner_model",
     "take_runner",
 ]
-
-USAGE_ERROR_ATTR = "llmeval_usage_error"
-"""The attribute of a worker's failed collect report that carries its usage error."""
 
 OWN_FIXTURES_MODULE = "pytest_llmeval.plugin.hooks"
 """Where the plugin's own ``llmeval_runner`` fixture is defined."""
@@ -205,16 +202,16 @@ def close_unused_runner(config: pytest.Config, call: Callable[[Any], Any]) -> No
 
 def raise_worker_usage_error(report: pytest.CollectReport) -> None:
     """Controller: raise the usage error a worker handed on ``report``, if it carries one."""
-    message = getattr(report, USAGE_ERROR_ATTR, None)
+    message = wire.facts(report).get("usage_error")
     if isinstance(message, str):
         raise pytest.UsageError(message)
 
 
 def _stop(session: pytest.Session, message: str) -> None:
-    if not hasattr(session.config, "workerinput"):
+    if not wire.is_worker(session.config):
         raise pytest.UsageError(message)
     report = pytest.CollectReport("", "failed", message, [])
-    setattr(report, USAGE_ERROR_ATTR, message)
+    wire.add_facts(report, {"usage_error": message})
     session.config.hook.pytest_collectreport(report=report)  # xdist sends it to the controller
     session.items[:] = []  # and no case runs here
 

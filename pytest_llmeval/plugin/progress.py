@@ -24,7 +24,7 @@ import pytest
 from pytest_llmeval.config.pricing import Spend
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import BudgetSkip, CaseResult
-from pytest_llmeval.plugin.budget import IN_FLIGHT_ATTR
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.compat import terminal_at_line_start
 from pytest_llmeval.plugin.records import CaseRecords
 
@@ -121,7 +121,7 @@ class Progress:
                 self.budget_reason = self.budget_reason or skip
         if report.when == "teardown":
             self.done += 1
-            in_flight = getattr(report, IN_FLIGHT_ATTR, None)
+            in_flight = wire.facts(report).get("in_flight")
             if isinstance(in_flight, int):
                 self.in_flight[_process(report)] = in_flight
 

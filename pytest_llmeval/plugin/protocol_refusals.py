@@ -23,10 +23,9 @@ from collections.abc import Sequence
 
 import pytest
 
-__all__ = ["DIST_KEY", "REPEATS_HINT", "check", "hand_to_worker", "mark_refusal"]
+from pytest_llmeval.plugin import worker_wire as wire
 
-DIST_KEY = "llmeval_dist"
-"""``workerinput`` key: the controller's ``--dist`` mode (xdist sets a worker's own to ``no``)."""
+__all__ = ["REPEATS_HINT", "check", "mark_refusal"]
 
 REPEATS_HINT = (
     "use --llmeval-repeats K to run each case K times (every run is kept, an errored run "
@@ -85,15 +84,10 @@ def mark_refusal(item: pytest.Item) -> str | None:
     return None
 
 
-def hand_to_worker(config: pytest.Config, workerinput: dict[str, object]) -> None:
-    """The controller: tell a worker the ``--dist`` mode, which its checks read."""
-    workerinput[DIST_KEY] = config.getoption("dist", "no")
-
-
 def _dist(config: pytest.Config) -> object:
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        return workerinput.get(DIST_KEY)
+    if wire.is_worker(config):  # the controller's mode (xdist sets a worker's own to no)
+        given = wire.worker_input(config)
+        return given.dist if given is not None else None
     return config.getoption("dist", "no")
 
 

@@ -21,16 +21,14 @@ from __future__ import annotations
 import mmap
 import shutil
 import tempfile
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-__all__ = ["DIR_KEY", "Marks", "hand_to_worker", "open_marks", "read", "remove"]
+from pytest_llmeval.plugin import worker_wire as wire
 
-DIR_KEY = "llmeval_running_dir"
-"""``workerinput`` key: the controller's folder of running marks."""
+__all__ = ["Marks", "folder", "open_marks", "read", "remove"]
 
 STARTED = 1
 """The case's agent runs."""
@@ -42,12 +40,12 @@ JUDGED = 3
 _dir_key = pytest.StashKey[Path]()
 
 
-def hand_to_worker(config: pytest.Config, workerinput: MutableMapping[str, Any]) -> None:
-    """The controller: the folder the worker's marks go to (made on first use)."""
-    folder = config.stash.get(_dir_key, None)
-    if folder is None:
-        folder = config.stash[_dir_key] = Path(tempfile.mkdtemp(prefix="llmeval-running-"))
-    workerinput[DIR_KEY] = str(folder)
+def folder(config: pytest.Config) -> str:
+    """The controller: the folder the workers' marks go to (made on first use)."""
+    found = config.stash.get(_dir_key, None)
+    if found is None:
+        found = config.stash[_dir_key] = Path(tempfile.mkdtemp(prefix="llmeval-running-"))
+    return str(found)
 
 
 def remove(config: pytest.Config) -> None:
@@ -90,12 +88,12 @@ class Marks:
 def open_marks(config: pytest.Config, nodeids: Mapping[str, int], size: int) -> Marks | None:
     """A worker: its marks for the cases ``nodeids`` (node id -> index in the collection of
     ``size`` tests), or None when the controller gave no folder or it cannot be written."""
-    workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
-    folder, workerid = workerinput.get(DIR_KEY), workerinput.get("workerid")
-    if not folder or not workerid or size <= 0:
+    given, workerid = wire.worker_input(config), wire.worker_id(config)
+    where = given.running_marks if given is not None else None
+    if not where or not workerid or size <= 0:
         return None
     try:
-        with _path(folder, str(workerid)).open("w+b") as handle:
+        with _path(where, workerid).open("w+b") as handle:
             handle.truncate(size)
             buffer = mmap.mmap(handle.fileno(), size)
     except (OSError, ValueError):

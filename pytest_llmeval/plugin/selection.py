@@ -21,22 +21,22 @@ import pytest
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.shards import in_shard
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.resume import Resume
 from pytest_llmeval.plugin.state import LLMEvalState
 
 __all__ = ["Deselections", "deselections_key"]
 
 deselections_key = pytest.StashKey["Deselections"]()
 
-_WORKER_KEY = "llmeval_deselected"
-_MANIFESTS_KEY = "llmeval_manifests"
-
 
 class Deselections:
     """Eval cases deselected in this run, by suite (registered in every process)."""
 
-    def __init__(self, state: LLMEvalState):
+    def __init__(self, state: LLMEvalState, resume: Resume | None = None):
         self.state = state
+        self.resume = resume
         self.by_suite: dict[str, int] = {}
         self._collected: dict[str, str] = {}
         """Node id -> suite of every eval item collected."""
@@ -72,8 +72,9 @@ class Deselections:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         kept = {item.nodeid for item in session.items}
         shard = self.state.settings.shard
+        finished = self.resume.finished if self.resume is not None else {}
         for nodeid, suite in self._collected.items():
-            if nodeid in kept or nodeid in self.state.finished:
+            if nodeid in kept or nodeid in finished:
                 continue  # ran, or resumed: its earlier result is in the report
             if shard is not None and not in_shard(nodeid, *shard):
                 continue  # another shard's case: the merge judges the whole
@@ -81,18 +82,19 @@ class Deselections:
         self._collected = {}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        output = getattr(session.config, "workeroutput", None)
-        if output is not None:
-            output[_WORKER_KEY] = dict(self.by_suite)
-            output[_MANIFESTS_KEY] = sorted(self.manifests)
+        output = wire.worker_output(session.config)  # an xdist worker's, to its controller
+        output.deselected = dict(self.by_suite)
+        output.manifests = sorted(self.manifests)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker's deselections (each worker collected the whole run)."""
-        found = getattr(node, "workeroutput", {}).get(_WORKER_KEY) or {}
-        for suite, count in found.items():
-            self.by_suite[suite] = max(self.by_suite.get(suite, 0), int(count))
-        self.manifests.update(getattr(node, "workeroutput", {}).get(_MANIFESTS_KEY) or ())
+        output = wire.node_output(node)
+        if output is None:
+            return
+        for suite, count in output.deselected.items():
+            self.by_suite[suite] = max(self.by_suite.get(suite, 0), count)
+        self.manifests.update(output.manifests)
 
     def counts(self, results: Iterable[CaseResult] = ()) -> dict[str, int] | None:
         """``Report.deselected``: the cases left out by suite, sorted; ``None`` when none was.

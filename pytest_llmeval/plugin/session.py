@@ -18,11 +18,13 @@ import pytest
 from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import find_leaks
+from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
 from pytest_llmeval.plugin.progress import results_cost
 from pytest_llmeval.plugin.records import CaseRecord
+from pytest_llmeval.plugin.resume import Resume
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.session_files import written_files
 from pytest_llmeval.plugin.state import LLMEvalState
@@ -54,9 +56,15 @@ class _Written:
 class SessionReport:
     """Collects :class:`CaseResult` s as reports arrive; writes artifacts at session end."""
 
-    def __init__(self, state: LLMEvalState, interruption: Interruption):
+    def __init__(
+        self, state: LLMEvalState, interruption: Interruption, resume: Resume | None = None
+    ):
         self.state = state
         self.interruption = interruption
+        self.resume = resume
+        self.finished = resume.finished if resume is not None else {}
+        """A resume's earlier final results that it reuses (those of cases that changed since
+        are dropped at collection)."""
         self.results: dict[str, CaseResult] = {}
         self.runners: dict[str, dict[str, Any]] = {}
         self.started = datetime.now(timezone.utc)
@@ -92,7 +100,7 @@ class SessionReport:
     def _add_earlier(self) -> None:
         """A resumed run's earlier results that were reused (those of cases that changed
         since were dropped at collection and ran again)."""
-        for nodeid, (result, runner) in self.state.finished.items():
+        for nodeid, (result, runner) in self.finished.items():
             self.results.setdefault(nodeid, result)
             if runner and result.runner_fingerprint:
                 self.runners.setdefault(result.runner_fingerprint, runner)
@@ -100,10 +108,10 @@ class SessionReport:
     # -- collecting --------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        refusal = getattr(report, "llmeval_refusal", None)
-        if refusal is not None:  # an xdist worker refused the resume: the session stops
-            self.state.refusal = self.state.refusal or str(refusal)
-        if getattr(report, "llmeval_unjournaled", None) is not None:
+        facts = wire.facts(report)
+        if "refusal" in facts:  # an xdist worker refused the resume: the session stops
+            self.state.stop.refuse(str(facts["refusal"]))
+        if "unjournaled" in facts:
             self.unjournaled = True  # a process's journal stopped (a full disk)
         self._plain(report)
         record = self.state.records.of(report)
@@ -136,7 +144,7 @@ class SessionReport:
             return
         earlier = self.results.get(crashitem)
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
-        if earlier is not None and crashitem not in self.state.finished:
+        if earlier is not None and crashitem not in self.finished:
             # judged before the worker died (in teardown): that result stands, but xdist
             # reports the case failed and a crash is an infrastructure fault: the run is red
             self.crashes.append(
@@ -163,11 +171,11 @@ class SessionReport:
         ran = not runs_no_case(session.config)  # --collect-only, --setup-only/-plan
         empty_shard = settings.shard is not None and ran  # writes its run dir too
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
-        refused = self.state.refusal is not None  # stopped before running: touch nothing
+        refused = self.state.stop.reason is not None  # stopped before running: touch nothing
         # gates on cases that were all deselected are judged (partial), never dropped
         selection = session.config.stash[deselections_key]
         gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
-        if self.state.finished and not refused:
+        if self.finished and not refused:
             self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
@@ -184,7 +192,7 @@ class SessionReport:
         told = refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR  # by a worker
         session.exitstatus = self._status(session)
         if told:
-            _say(session, f"ERROR: {self.state.refusal}")
+            _say(session, f"ERROR: {self.state.stop.reason}")
         try:  # also when another plugin's sessionfinish raised (pytest.exit() and the rest)
             return (yield)
         except pytest.exit.Exception:  # pytest sets the status it asks for: recorded later
@@ -223,7 +231,7 @@ class SessionReport:
         was judged (in this attempt, or in an earlier one whose result a resume reuses), tests
         that are not eval cases and failed, a journal that stopped."""
         faults = [Fault("crash", message) for message in self.crashes]
-        faults += run_verdict.standing_crashes(self.earlier, self.state.finished)
+        faults += run_verdict.standing_crashes(self.earlier, self.finished)
         faults += run_verdict.plain_tests_failed(self.plain_failed)
         if self.unjournaled:
             stopped = "a journal stopped: cases ran that no journal holds (resume runs them again)"
@@ -234,8 +242,8 @@ class SessionReport:
         """The session's exit status once the verdict is known (the run dir's record of it is
         written with this status, before the session's last writers and the leak check)."""
         status = session.exitstatus
-        refused = self.state.refusal is not None
-        if self.state.finished and not refused:
+        refused = self.state.stop.reason is not None
+        if self.finished and not refused:
             status = _resumed_status(status, self.state.settings.exit_on, self.results)
         status = self.escalated(self._exit_status(status))
         if self.unjournaled:  # cases were run that no journal holds
@@ -311,7 +319,7 @@ class SessionReport:
         report.interrupted = interrupted
         # the manifests of the cases collected, and of the earlier results a resume reused
         named = state.config.stash[deselections_key].manifests
-        reused = manifests_named(result for result, _ in state.finished.values())
+        reused = manifests_named(result for result, _ in self.finished.values())
         manifests = state.manifests.present(named | reused)
         gates, problems = verdict.gather_gates(settings, results, manifests=manifests)
         self.verdict = verdict.judge(report, results, settings, gates, problems, self._faults())
@@ -333,7 +341,7 @@ class SessionReport:
         self.file_artifacts = writer.suite_artifacts(results)
         diff = self.verdict.baseline_diff
         extra = "\n" + diff_markdown(diff) if diff else ""
-        earlier = state.finished
+        earlier = self.finished
         # under xdist every result came from a worker (redacted there): a second pass
         distributed = session.config.pluginmanager.has_plugin("dsession")
 
@@ -405,11 +413,11 @@ class SessionReport:
         from pytest_llmeval.report import console
 
         nothing = not self.results and not self.verdict.faults and self.report is None
-        if nothing or self.state.refusal is not None:
+        if nothing or self.state.stop.reason is not None:
             return
         terminalreporter.ensure_newline()  # a blank line before the heading, none after
         terminalreporter.section("llmeval")
-        for line in self.state.resume_notes:
+        for line in self.resume.notes if self.resume is not None else ():
             terminalreporter.write_line(f"llmeval: {line}")
         if self.nothing_left:
             terminalreporter.write_line(
@@ -419,7 +427,7 @@ class SessionReport:
         if self.report is not None:
             for line in console.summary_lines(self.report):
                 terminalreporter.write_line(line)
-            earlier = sum(1 for key in self.results if key in self.state.finished)
+            earlier = sum(1 for key in self.results if key in self.finished)
             note = console.tally_note(list(self.results.values()), earlier)
             if note is not None:
                 terminalreporter.write_line(note)

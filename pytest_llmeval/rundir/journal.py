@@ -55,7 +55,16 @@ def next_attempt(run_dir: Path) -> int:
 class Journal:
     """One process's journal file for one attempt; thread-safe, flushed per case."""
 
-    def __init__(self, run_dir: Path, attempt: int, process: str, *, fresh: bool = False):
+    def __init__(
+        self,
+        run_dir: Path,
+        attempt: int,
+        process: str,
+        *,
+        fresh: bool = False,
+        scoring: Callable[[str], str] | None = None,
+    ):
+        self.run_dir = run_dir
         self.path = journal_root(run_dir) / f"{attempt:03d}" / f"{process}-{os.getpid()}.jsonl"
         self.fresh = fresh
         """A fresh session in a run dir used before: its first line marks the attempt
@@ -64,13 +73,25 @@ class Journal:
         self._lock = threading.Lock()
         self._whole = 0
         """Bytes of whole lines written so far: a failed write is cut back to it."""
-        self.scoring: Callable[[str], str] | None = None
+        self.scoring = scoring
         """The scoring configuration's fingerprint for a case file (its manifest's thresholds
         and options, repeats, the judge ...), journaled with each result: a resume reuses a
         result only when it is the same."""
         self.error: OSError | None = None
         """Why the journal stopped (a full disk, a folder that cannot be written); once set,
         nothing more is journaled and the file ends with its last whole line."""
+
+    def stopped(self) -> str | None:
+        """Why this journal stopped (a full disk), as one line saying what to do; ``None``
+        while it writes."""
+        error = self.error
+        if error is None:
+            return None
+        return (
+            f"llmeval: could not write the journal {self.path}: "
+            f"{error.strerror or error}; free some space (or make the run dir writable), then "
+            f"finish the run with --llmeval-resume={self.run_dir}"
+        )
 
     def append(self, result: dict[str, Any], runner: dict[str, Any] | None) -> None:
         """Journal one result (a redacted dump) with its runner's fingerprint."""

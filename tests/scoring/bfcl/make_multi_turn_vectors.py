@@ -21,8 +21,10 @@ It
    counts that do not match);
 3. runs the official inference loop (``BaseHandler.inference_multi_turn_FC`` / ``_prompting``)
    with a handler that answers from the script, records each executed step's official result
-   texts (as one digest), then scores the replies with the official ``_evaluate_single_multi_turn_entry``,
-   and writes ``tests/scoring/bfcl/multi_turn_vectors.jsonl``.
+   texts (as one digest), then scores the replies with the official
+   ``_evaluate_single_multi_turn_entry``, and writes
+   ``tests/scoring/bfcl/multi_turn_vectors.jsonl`` (and ``multi_turn_call_vectors.jsonl``: call
+   texts run one by one through the official executor, with its result texts).
 
 Every vector uses its own model name, because the official executor keeps backend instances in
 a module global keyed by model name and item. ``test_multi_turn_parity.py`` requires our loop
@@ -55,8 +57,13 @@ DATA = Path(bfcl_eval.__file__).parent / "data"
 HERE = Path(__file__).resolve().parent
 OUT_DATA = HERE.parents[1] / "data" / "bfcl" / "multi_turn"
 OUT_VECTORS = HERE / "multi_turn_vectors.jsonl"
-CATEGORIES = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
-              "multi_turn_long_context"]
+OUT_CALLS = HERE / "multi_turn_call_vectors.jsonl"
+CATEGORIES = [
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+]
 ROWS_PER_CATEGORY = 5
 SEED = 31
 
@@ -172,9 +179,11 @@ def pick_rows(category: str, rng: random.Random) -> list[str]:
     rest = [index for index in range(len(rows)) if index not in picked]
     picked += rng.sample(rest, max(0, ROWS_PER_CATEGORY - len(picked)))
     picked.sort()
-    truth_lines = (DATA / "possible_answer" / f"BFCL_v4_{category}.json").read_text(
-        encoding="utf-8"
-    ).splitlines()
+    truth_lines = (
+        (DATA / "possible_answer" / f"BFCL_v4_{category}.json")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
     OUT_DATA.joinpath("possible_answer").mkdir(parents=True, exist_ok=True)
     OUT_DATA.joinpath(f"BFCL_v4_{category}.json").write_text(
         "".join(lines[index] + "\n" for index in picked), encoding="utf-8"
@@ -356,7 +365,11 @@ def _official_reply(reply: Any) -> Any:
 
 
 def run_official(
-    row: dict[str, Any], truth: list[list[str]], mode: str, model_name: str, plan: Any,
+    row: dict[str, Any],
+    truth: list[list[str]],
+    mode: str,
+    model_name: str,
+    plan: Any,
     direct: bool,
 ) -> dict[str, Any]:
     entry = copy.deepcopy(row)
@@ -366,13 +379,21 @@ def run_official(
     if direct:
         result = [[_official_reply(reply) for reply in steps] for steps in plan]
     else:
-        loop = handler.inference_multi_turn_FC if mode == "fc" else (
-            handler.inference_multi_turn_prompting
+        loop = (
+            handler.inference_multi_turn_FC
+            if mode == "fc"
+            else (handler.inference_multi_turn_prompting)
         )
         result, _ = loop(entry, include_input_log=False, exclude_state_log=True)
         executed = handler.executed
     verdict = eval_runner._evaluate_single_multi_turn_entry(
-        handler, row["id"], result, truth, copy.deepcopy(row), model_name, row["id"].rsplit("_", 1)[0]
+        handler,
+        row["id"],
+        result,
+        truth,
+        copy.deepcopy(row),
+        model_name,
+        row["id"].rsplit("_", 1)[0],
     )
     error = verdict.get("error", {}) if not verdict["valid"] else {}
     return {
@@ -390,7 +411,73 @@ def results_digest(executed: list[list[list[str]]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+CALL_ENTRY = "multi_turn_base_0"
+CALL_TEXTS = [
+    "pwd()",
+    "ls(a=True)",
+    "cd(folder='document')",
+    "cd('document')",
+    "cd()",
+    "cd(folder='document', extra=1)",
+    "cd(folder='no_such_folder')",
+    "touch(file_name='note.txt')",
+    "echo(content='see ls( and cd(x)', file_name='note.txt')",
+    "cat(file_name='note.txt')",
+    "no_such_tool(x=1)",
+    "no_such_tool(x=no_other())",
+    "GorillaFileSystem.ls()",
+    "ls(a=inf)",
+    "mean(numbers=[1.0, -2.5, 3])",
+    "mean(numbers=(1, 2))",
+    "add(a=1, b=2)",
+    "add(a=-1, b=+2)",
+    "add(a=1, b=2",
+    "add(a=1, a=2)",
+    "add(class=1)",
+    "add(my key=1)",
+    "(a=1)",
+    "run(command='ls')",
+    "remove(path='x')",
+    "x.kill(n=1)",
+    "touch(file_name=pwd())",
+    "mkdir(dir_name={'a': 1})",
+    "mkdir(dir_name=None)",
+    "sort(file_name='final_report.pdf')",
+    "post_tweet(content='hello', tags=['#a'], mentions=[])",
+    "list_all_following()",
+    "authenticate_twitter(username='x', password='y')",
+    "wc(file_name='note.txt', mode='w')",
+    "du(human_readable=True)",
+    "",
+    "pwd",
+]
+"""Call texts run one by one, with their official results, on one item's backends."""
+
+
+def call_vectors() -> list[dict[str, Any]]:
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
+        execute_multi_turn_func_call,
+    )
+
+    row = next(r for r in _jsonl(DATA / "BFCL_v4_multi_turn_base.json") if r["id"] == CALL_ENTRY)
+    classes = [*row["involved_classes"], "MathAPI"]
+    results, _ = execute_multi_turn_func_call(
+        CALL_TEXTS, row["initial_config"], classes, "calls-model", CALL_ENTRY
+    )
+    return [
+        {
+            "id": CALL_ENTRY,
+            "classes": classes,
+            "label": "calls_model",
+            "initial_config": row["initial_config"],
+            "calls": CALL_TEXTS,
+            "results": results,
+        }
+    ]
+
+
 def main() -> None:
+    OUT_CALLS.write_text("".join(json.dumps(v) + "\n" for v in call_vectors()), encoding="utf-8")
     rng = random.Random(SEED)
     vectors = []
     number = 0

@@ -131,17 +131,24 @@ class BfclData:
 # ------------------------------------------------------------------------ where, which
 
 
+def package_dir() -> Path | None:
+    """The folder of the installed ``bfcl_eval`` package, or ``None``; never imports it.
+
+    :func:`importlib.util.find_spec` on a top-level name finds the package without running its
+    ``__init__``."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations else None
+
+
 def default_data_dir() -> Path:
     """The ``data`` folder of the installed ``bfcl-eval``, found without importing it.
 
     Raises :class:`ConfigError` naming the install line and the manifest key when the package
     is not installed."""
-    spec = importlib.util.find_spec("bfcl_eval")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        folder = Path(location) / "data"
-        if folder.is_dir():
-            return folder
+    package = package_dir()
+    if package is not None and (package / "data").is_dir():
+        return package / "data"
     raise ConfigError(
         f"the bfcl suite needs the BFCL data: run `{INSTALL_LINE}` (data and backends, without "
         "its dependencies), or set the manifest key `data:` to a BFCL data folder"

@@ -250,11 +250,11 @@ def tool_result_messages(
     if mode == "fc":
         return [
             {"role": "tool", "content": result, "tool_call_id": call_id}
-            for result, call_id in zip(results, tool_call_ids)
+            for result, call_id in zip(results, tool_call_ids, strict=False)
         ]
     entries = [
         {"role": "tool", "name": call, "content": result}
-        for result, call in zip(results, call_texts)
+        for result, call in zip(results, call_texts, strict=False)
     ]
     return [{"role": "user", "content": repr(entries)}]
 

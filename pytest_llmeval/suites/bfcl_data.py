@@ -71,7 +71,13 @@ MULTI_TURN = (
 CATEGORIES = NON_LIVE + LIVE + MULTI_TURN
 """Every category the suite runs (the non-agentic ones), in the official order."""
 
-AGENTIC = ("web_search_base", "web_search_no_snippet", "memory_kv", "memory_vector", "memory_rec_sum")
+AGENTIC = (
+    "web_search_base",
+    "web_search_no_snippet",
+    "memory_kv",
+    "memory_vector",
+    "memory_rec_sum",
+)
 """The agentic categories: they need the network, and the suite leaves them out."""
 
 FUNC_DOC_FILES: dict[str, str] = {
@@ -249,7 +255,8 @@ def _read_category(
 ) -> None:
     path = data_file(data_dir, category)
     shown = _shown(path, root)
-    truths = _Truths(data_dir / "possible_answer" / path.name, root) if _has_truth(category) else None
+    truth_file = data_dir / "possible_answer" / path.name
+    truths = _Truths(truth_file, root) if _has_truth(category) else None
     for record in iter_jsonl(path, shown):
         if record.error is not None:
             out.errors.append(record.error)
@@ -299,7 +306,7 @@ def _item(
     if category != "live_irrelevance" and not functions:
         raise _RowError("function", "expected at least one function doc")
     if len(question) != 1:
-        raise _RowError("question", f"a single-turn item has one turn, this row has {len(question)}")
+        raise _RowError("question", f"a single-turn item has one turn, not {len(question)}")
     if truth is not None and not isinstance(truth, list):
         raise _RowError("ground_truth", "expected a list of calls")
     return BfclItem(

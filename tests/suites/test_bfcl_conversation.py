@@ -181,7 +181,8 @@ def test_dotted_names_become_underscored_and_float_gets_a_format() -> None:
     assert tool["function"]["name"] == "math_hypot"
     assert tool["function"]["parameters"]["type"] == "object"
     x, y, z = _props(tool)
-    assert x == {"type": "number", "description": "x This is a float type value.", "format": "float"}
+    float_x = {"type": "number", "description": "x This is a float type value.", "format": "float"}
+    assert x == float_x
     assert y["type"] == "array" and y["items"] == {"type": "integer"}
     assert z["type"] == "string"
     assert doc["name"] == "math.hypot"  # the input is left alone

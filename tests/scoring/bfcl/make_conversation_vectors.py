@@ -21,11 +21,12 @@ would send:
 
 Output: ``conversation_vectors.jsonl`` beside this file. Each conversation line holds the
 server replies as sent, what the official decoder made of each (the call texts it ran, or
-``null`` where the reply ended the turn), each execution step's result strings, and the requests: the last
-request's ``messages`` (every earlier request's messages are a prefix of it, which this script
-checks), each request's message count, and the distinct ``tools`` lists with each request's
-index into them (``null``: no ``tools`` key). The multi-turn rows it needs are copied to
-``tests/data/bfcl/`` with their ground truth and the backends' doc files.
+``null`` where the reply ended the turn), each execution step's result strings, and the
+requests: the last request's ``messages`` (every earlier request's messages are a prefix of
+it, which this script checks), each request's message count, and the distinct ``tools``
+lists with each request's index into them (``null``: no ``tools`` key). The multi-turn rows
+it needs are copied to ``tests/data/bfcl/`` with their ground truth and the backends' doc
+files.
 """
 
 from __future__ import annotations
@@ -194,7 +195,11 @@ def _fc_message(calls: list[tuple[str, str]], content: Any = None) -> dict[str, 
         "role": "assistant",
         "content": content,
         "tool_calls": [
-            {"id": f"call_{k}_{name}", "type": "function", "function": {"name": name, "arguments": a}}
+            {
+                "id": f"call_{k}_{name}",
+                "type": "function",
+                "function": {"name": name, "arguments": a},
+            }
             for k, (name, a) in enumerate(calls)
         ],
     }
@@ -288,7 +293,7 @@ VALUES: list[Any] = [
     {1: "int key"},
     {"nan": float("nan")},
     [{"x": "y"}],
-    {"quote": "it's \"q\""},
+    {"quote": 'it\'s "q"'},
 ]
 VALUES_SOURCE = [repr(value) for value in VALUES]
 EXCEPTIONS: list[BaseException] = [

@@ -477,7 +477,7 @@ class _DocCache:
         if not path.is_file():
             return f"{class_name}: the doc file {shown} is missing"
         docs: list[dict[str, Any]] = []
-        for record in iter_jsonl(path, shown):
+        for record in list(iter_jsonl(path, shown)):  # read whole: the file closes at once
             if record.error is not None:
                 return f"{class_name}: {record.error}"
             problem = _doc_problem(record.value)

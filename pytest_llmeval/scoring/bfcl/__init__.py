@@ -4,8 +4,9 @@ The pure, single-turn part of the Berkeley Function Calling Leaderboard, written
 official package's rules (none of its code is copied) and checked against it with parity
 vectors (``tests/scoring/bfcl/``):
 
-* :mod:`.decode_fc` and :mod:`.decode_prompt`: a model reply to ``[{name: {arguments}}]``, in
-  FC mode (tool calls) and prompt mode (Python call text, read with :mod:`ast`, never run);
+* :mod:`.decode_fc`, :mod:`.decode_prompt` and :mod:`.decode_prompt_tree`: a model reply to
+  ``[{name: {arguments}}]``, in FC mode (tool calls) and prompt mode (Python call text, read
+  with :mod:`ast`, never run; Java and JavaScript call text, read with tree-sitter);
 * :mod:`.checker` with :mod:`.values` and :mod:`.convert`: the AST checker (simple, multiple,
   parallel, parallel_multiple; Python, Java and JavaScript type rules);
 * :mod:`.single_turn`: one AST item end to end; :mod:`.relevance`: the relevance and
@@ -33,6 +34,10 @@ from pytest_llmeval.scoring.bfcl.calls import DecodeError, Verdict, language_of
 from pytest_llmeval.scoring.bfcl.checker import ast_check, check_call
 from pytest_llmeval.scoring.bfcl.decode_fc import decode_fc, is_call_list, is_empty_output
 from pytest_llmeval.scoring.bfcl.decode_prompt import decode_prompt_python
+from pytest_llmeval.scoring.bfcl.decode_prompt_tree import (
+    decode_prompt_java,
+    decode_prompt_javascript,
+)
 from pytest_llmeval.scoring.bfcl.multi_turn import (
     MultiTurnItem,
     MultiTurnTranscript,
@@ -65,6 +70,8 @@ __all__ = [
     "decode_execute",
     "decode_fc",
     "decode_output",
+    "decode_prompt_java",
+    "decode_prompt_javascript",
     "decode_prompt_python",
     "has_call",
     "inference_label",

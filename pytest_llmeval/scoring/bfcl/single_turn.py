@@ -6,9 +6,8 @@ is ``ast_decoder:decoder_failed``; one that decodes to something other than a li
 ``{name: {arguments}}`` is ``ast_decoder:decoder_wrong_output_format``; the rest goes to
 :func:`~pytest_llmeval.scoring.bfcl.checker.ast_check`.
 
-Prompt mode is decoded as Python calls for every category here; the official Java and
-JavaScript prompt decoders (tree-sitter grammars) are not reproduced, and asking for them
-raises :class:`NotImplementedError`.
+Prompt mode is decoded as Python calls, and in the Java and JavaScript categories with the
+official tree-sitter readers (:mod:`.decode_prompt_tree`, the ``bfcl`` extra).
 """
 
 from __future__ import annotations
@@ -27,6 +26,10 @@ from pytest_llmeval.scoring.bfcl.calls import (
 from pytest_llmeval.scoring.bfcl.checker import ast_check
 from pytest_llmeval.scoring.bfcl.decode_fc import FcOutput, decode_fc, is_call_list
 from pytest_llmeval.scoring.bfcl.decode_prompt import decode_prompt_python
+from pytest_llmeval.scoring.bfcl.decode_prompt_tree import (
+    decode_prompt_java,
+    decode_prompt_javascript,
+)
 
 
 def decode_output(output: FcOutput, mode: Mode, language: Language = "python") -> list[Any]:
@@ -36,10 +39,12 @@ def decode_output(output: FcOutput, mode: Mode, language: Language = "python") -
     when there are none; in prompt mode it is the text."""
     if mode == "fc":
         return decode_fc(output)
-    if language != "python":
-        raise NotImplementedError(f"prompt-mode decoding of {language} is not implemented")
     if not isinstance(output, str):
         raise DecodeError("a prompt-mode reply must be text")
+    if language == "java":
+        return decode_prompt_java(output)  # type: ignore[no-any-return]
+    if language == "javascript":
+        return decode_prompt_javascript(output)  # type: ignore[no-any-return]
     return decode_prompt_python(output)
 
 

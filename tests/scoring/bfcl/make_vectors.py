@@ -15,7 +15,8 @@ project's own environment (the package pulls in every model SDK):
 2. builds model replies for each row: the correct calls, and mutations of every kind the
    official checker has a rule for (types, optional and extra arguments, order, string
    normalisation, names, ``+N``, nested dicts, parallel permutations, empty and non-JSON
-   replies, fences, …), in FC mode (tool calls) and, for the Python categories, prompt mode;
+   replies, fences, …), in FC mode (tool calls) and prompt mode (Python call text, and for
+   Java and JavaScript their call text, with the tree-sitter readers' quirks);
 3. runs the official per-item pipeline on each (``eval_runner._evaluate_single_ast_entry`` or
    ``_evaluate_single_relevance_entry``, with the OpenAI-compatible handler's ``decode_ast``)
    and writes ``tests/scoring/bfcl/vectors.jsonl``: one line per reply with the official
@@ -382,6 +383,61 @@ def _prompt_extras(calls: list) -> list[tuple[str, str]]:
     ]
 
 
+def _prompt_source(language: str, row: dict[str, Any], calls: list[tuple[str, dict]]) -> str:
+    """Java/JS prompt text: ``[name(k=source, ...)]``, strings written as quoted literals."""
+    docs = _docs(row)
+    render = _java if language == "java" else _js
+    parts = []
+    for name, args in calls:
+        props = docs.get(name, {}).get("parameters", {}).get("properties", {})
+        body = ", ".join(f"{k}={render(v, props.get(k, {}), quote=True)}" for k, v in args.items())
+        parts.append(f"{name}({body})")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _tree_extras(language: str, row: dict[str, Any], calls: list) -> list[tuple[str, str]]:
+    """Java/JS prompt replies for the tree-sitter readers' rules and quirks."""
+    text = _prompt_source(language, row, calls)
+    bare = text[1:-1]
+    name, args = calls[0]
+    key = next(iter(args), "a")
+    body = bare.split("(", 1)[1].rsplit(")", 1)[0] if "(" in bare else ""
+    return [
+        ("tree_no_brackets", bare),
+        ("tree_plain_fence", f"```\n{text}\n```"),
+        ("tree_language_fence", f"```{language}\n{text}\n```"),
+        ("tree_leading_prose", f"Sure: {text}"),
+        ("tree_prose_only", "I cannot do that."),
+        ("tree_empty_list", "[]"),
+        ("tree_empty", ""),
+        ("tree_two_calls", f"[{bare}, {bare}]"),
+        ("tree_two_statements", f"[{bare}; {bare}]"),
+        ("tree_semicolon", f"[{bare};]"),
+        ("tree_positional_name", f"[{name}(someVar)]"),
+        ("tree_positional_string", f'[{name}("x")]'),
+        ("tree_positional_true", f"[{name}(true)]"),
+        ("tree_positional_false", f"[{name}(false)]"),
+        ("tree_duplicate_argument", f"[{name}({key}=1, {key}=2)]"),
+        ("tree_method_on_object", f"[obj.{name}({body})]"),
+        ("tree_non_ascii_before", f'[{name}(note="héllo wörld", {body})]'),
+        ("tree_non_ascii_value", f'[{name}({key}="café ☕")]'),
+        (
+            "tree_hashmap_initializer",
+            f'[{name}({key}=new HashMap<String, String>() {{{{ put("a", "b"); }}}})]',
+        ),
+        ("tree_array_dimensions", f"[{name}({key}=new int[5])]"),
+        ("tree_array_initializer", f'[{name}({key}=new String[]{{"a", "b"}})]'),
+        ("tree_arraylist", f'[{name}({key}=new ArrayList<>(Arrays.asList("a", "b")))]'),
+        ("tree_char_literal", f"[{name}({key}='c')]"),
+        ("tree_nested_call", f"[{name}({key}=foo(1, 2))]"),
+        ("tree_js_object", f'[{name}({key}={{a: 1, "b": [1, 2]}})]'),
+        ("tree_js_arrow", f"[{name}({key}=() => 1)]"),
+        ("tree_unary_plus", f"[{name}({key}=+5)]"),
+        ("tree_quoted_number", f'[{name}({key}="5")]'),
+        ("tree_single_quoted_string", f"[{name}({key}='abc')]"),
+    ]
+
+
 def _arith_variants(calls: list) -> list[tuple[str, str]]:
     """Prompt text whose int/float arguments are written as sums (and as ``+N``, ``-(-N)``)."""
     name, args = calls[0]
@@ -524,6 +580,11 @@ def main() -> int:
                     for n, a in _as_source(language, row, base)
                 ]
                 add(category, row, truth, "fc", "js_quoted_strings", _fc(quoted))
+            if language != "python":
+                for label, calls in _mutations(row, truth):
+                    add(category, row, truth, "prompt", label, _prompt_source(language, row, calls))
+                for label, text in _tree_extras(language, row, base):
+                    add(category, row, truth, "prompt", label, text)
             if language == "python":
                 add(
                     category,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from pytest_llmeval.config.secrets import session_secrets
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.redact import MASK, Redactor, url_secrets
-from pytest_llmeval.config.secrets import session_secrets
 from pytest_llmeval.report.provenance import filtered_environment
 from pytest_llmeval.testing.openai_server import OpenAIServer
 from pytest_llmeval.testing.server import Reply, Request

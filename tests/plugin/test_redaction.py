@@ -138,8 +138,8 @@ def pytest_sessionfinish(session):
 
 
 def test_api_key_and_provider_key_variables_are_secrets(pytester: pytest.Pytester) -> None:
-    from pytest_llmeval.plugin.options import from_config
     from pytest_llmeval.config.secrets import secret_env_names
+    from pytest_llmeval.plugin.options import from_config
 
     pytester.makeini(
         "[pytest]\nllmeval_providers =\n    acme http://127.0.0.1:9/v1 ACME_KEY acme-\n"

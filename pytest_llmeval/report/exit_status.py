@@ -91,9 +91,8 @@ def exit_status(facts: ExitFacts) -> int:
     if facts.resumed and status in (OK, NO_TESTS_COLLECTED):
         status = TESTS_FAILED if facts.exit_on == "all" and facts.cases_failed else OK
     current = status
-    if status in (OK, TESTS_FAILED):
-        if facts.exit_on == "gates" or facts.verdict_failed:
-            status = TESTS_FAILED if facts.verdict_failed else OK
+    if status in (OK, TESTS_FAILED) and (facts.exit_on == "gates" or facts.verdict_failed):
+        status = TESTS_FAILED if facts.verdict_failed else OK
     if status == OK and facts.interrupted:
         status = current if current != OK else INTERRUPTED
     status = escalate(status, facts.verdict_failed or facts.plain_failed)

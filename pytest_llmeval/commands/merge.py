@@ -42,10 +42,11 @@ from pytest_llmeval.core.fingerprint import fingerprint
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import Redactor, find_leaks, secret_values
 from pytest_llmeval.inputs.manifest import ManifestIndex
-from pytest_llmeval.report import console, run_verdict, verdict
-from pytest_llmeval.report.html.header import RunFacts
+from pytest_llmeval.report import console, finish
+from pytest_llmeval.report.baseline.file import read_baseline
+from pytest_llmeval.report.finish import Finished, RunEnd
 from pytest_llmeval.report.run_verdict import recorded_faults
-from pytest_llmeval.report.verdict import Fault
+from pytest_llmeval.report.verdict import Fault, Verdict
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import prepare_merge_dir
 from pytest_llmeval.rundir.files import tag_run_dir
@@ -99,26 +100,28 @@ class Merged:
     writer: RunWriter
     results: list[CaseResult]
     runners: dict[str, dict[str, Any]]
-    report: Report
-    verdict: verdict.Verdict
+    end: RunEnd
+    """What the merge is judged from."""
+    finished: Finished
     written: list[str] = field(default_factory=list)
+
+    @property
+    def report(self) -> Report:
+        return self.finished.report
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.finished.verdict
 
     @property
     def exit_code(self) -> int:
         """As the unsharded session would exit (``--llmeval-exit-on`` included): 0 or 1, and
         never 0 when a shard was cut short (a budget, a signal: 2)."""
-        code = self.verdict.exit_code(self.results, self.settings.exit_on)
-        return run_verdict.cut_short_status(code, self.report.interrupted)
+        return finish.status(self.end, self.verdict)
 
     def record(self) -> RunVerdict:
         """The merge's verdict as ``manifest.json`` and report.html show it."""
-        return run_verdict.record(
-            self.verdict,
-            self.results,
-            exit_on=self.settings.exit_on,
-            interrupted=self.report.interrupted,
-            exit_status=self.exit_code,
-        )
+        return finish.record(self.end, self.verdict, self.exit_code)
 
 
 def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
@@ -160,20 +163,26 @@ def combine(runs: Sequence[RunRecord], out_dir: Path) -> Merged:
     report = writer.build(results, runners)
     _shard_fingerprints(report, ordered)
     earlier = [run.report for run in ordered if run.report is not None]
-    report.deselected = _deselected(earlier)
-    report.interrupted = _interrupted(earlier, results)
-    manifests = ManifestIndex(settings.rootdir).present(manifests_named(results))
-    gates, problems = verdict.gather_gates(settings, results, earlier, manifests)
     # what only a shard's session knew (a crashed worker, a leak) fails the merge too; a
     # shard refusing to bless its subset as the baseline is what a shard does (bless the merge)
     faults = [
-        Fault(fault.kind, f"{run.path.name}: {fault.message}")
+        Fault(fault.kind, f"{run.path.name}: {fault.message}", case=fault.case)
         for run in ordered
         for fault in recorded_faults(run.manifest.verdict)
         if fault.kind != "baseline"
     ]
-    judged = verdict.judge(report, results, settings, gates, problems, faults)
-    return Merged(settings, writer, results, runners, report, judged)
+    end = RunEnd(
+        report=report,
+        results=results,
+        settings=settings,
+        earlier=earlier,
+        manifests=ManifestIndex(settings.rootdir).present(manifests_named(results)),
+        baseline=read_baseline(settings.baseline),
+        faults=faults,
+        deselected=_deselected(earlier),
+        interrupted=_interrupted(earlier, results),
+    )
+    return Merged(settings, writer, results, runners, end, finish.finish(end))
 
 
 def _deselected(reports: Sequence[Report]) -> dict[str, int] | None:
@@ -245,15 +254,10 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
     first = ordered[0].manifest
     started = sorted(r.manifest.started for r in ordered if r.manifest.started)
     finished = sorted(r.manifest.finished for r in ordered if r.manifest.finished)
-    settings = merged.settings
-    ending = merged.record()
-    facts = RunFacts(  # the page's header: the first shard's start, the shards' time summed
-        started=started[0] if started else None,
-        duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
-        runner=settings.runner,
-        model=settings.model,
-        verdict=ending,
-    )
+    ending = merged.finished.record
+    # the page's header: the first shard's start, the shards' time summed
+    duration_s = round(sum(float(r.manifest.duration_s or 0) for r in runs), 3)
+    facts = merged.finished.facts(started[0] if started else None, duration_s, merged.settings)
     problems = merged.verdict.gate_problems  # unreadable gates: failed rows of summary.md
     written = writer.write(
         merged.results, merged.report, artifacts, gate_problems=problems, facts=facts
@@ -263,7 +267,7 @@ def write_merged(merged: Merged, runs: Sequence[RunRecord], invocation: Sequence
         invocation=invocation,
         started=started[0] if started else None,
         finished=finished[-1] if finished else None,
-        duration_s=round(sum(float(r.manifest.duration_s or 0) for r in runs), 3),
+        duration_s=duration_s,
         git=first.git,
         environment=first.environment,
         attempt=1,

@@ -2,7 +2,7 @@
 
 Results come from the journal when there is one (so a crashed run can be summarized),
 otherwise from ``results.jsonl``. The run is judged again as the session judged it
-(:func:`pytest_llmeval.report.verdict.judge`): its ``--llmeval-gate`` settings, its manifests'
+(:func:`pytest_llmeval.report.finish.finish`): its ``--llmeval-gate`` settings, its manifests'
 gates (and those the old report recorded), the suites' own gates, and its baseline — compared
 again, or, when the baseline file is gone, the old report's comparison is kept. What only the
 session knew (a worker that crashed after its case was judged, a leak: the faults of the
@@ -17,9 +17,9 @@ from pathlib import Path
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.inputs.manifest import ManifestIndex
-from pytest_llmeval.report import run_verdict, verdict
-from pytest_llmeval.report.baseline.render import diff_markdown
-from pytest_llmeval.report.html.header import RunFacts
+from pytest_llmeval.report import verdict
+from pytest_llmeval.report.baseline.file import read_baseline
+from pytest_llmeval.report.finish import RunEnd, finish
 from pytest_llmeval.report.run_verdict import recorded_faults
 from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.claim import RunDirLock
@@ -64,50 +64,30 @@ def _rebuild(run_dir: Path, run: RunRecord) -> Summarized:
         builtin_suites(),
         Redactor(settings.redact_pattern),
     )
-    report = writer.build(run.results, run.runners)
-    if run.report is not None:  # the run's selection, and where it stopped, are not in its results
-        report.deselected = run.report.deselected
-        report.interrupted = run.report.interrupted
-    earlier = [run.report] if run.report is not None else []
-    manifests = ManifestIndex(settings.rootdir).present(manifests_named(run.results))
-    gates, problems = verdict.gather_gates(settings, run.results, earlier, manifests)
-    # what only the session knew (a crashed worker, a leak) is not in its files: it stands
-    faults = recorded_faults(run.manifest.verdict)
-    judged = verdict.judge(report, run.results, settings, gates, problems, faults)
-    if report.baseline is None and run.report is not None and run.report.baseline is not None:
-        # not compared again (the baseline file is gone): the session's comparison stands
-        report.baseline = run.report.baseline
-        judged.baseline_diff, judged.baseline_refusal = run.report.baseline, None
-    diff = report.baseline
-    extra = "\n" + diff_markdown(diff) if diff is not None else ""
-    code = _exit_code(judged, run, settings)
-    ending = run_verdict.record(
-        judged,
-        run.results,
-        exit_on=settings.exit_on,
-        interrupted=report.interrupted or run.manifest.interrupted,
-        exit_status=code,
+    old = run.report  # the run's selection, and where it stopped, are not in its results
+    end = RunEnd(
+        report=writer.build(run.results, run.runners),
+        results=run.results,
+        settings=settings,
+        earlier=[old] if old is not None else [],
+        manifests=ManifestIndex(settings.rootdir).present(manifests_named(run.results)),
+        baseline=read_baseline(settings.baseline),
+        # what only the session knew (a crashed worker, a leak) is not in its files: it stands
+        faults=recorded_faults(run.manifest.verdict),
+        deselected=old.deselected if old is not None else None,
+        interrupted=old.interrupted if old is not None else None,
+        recorded_interruption=run.manifest.interrupted,
+        kept_diff=old.baseline if old is not None else None,
     )
-    facts = RunFacts(  # the page's header, as the session wrote it, with the new verdict
-        started=run.manifest.started,
-        duration_s=run.manifest.duration_s,
-        runner=settings.runner,
-        model=settings.model,
-        verdict=ending,
-    )
+    done = finish(end)
+    # the page's header, as the session wrote it, with the new verdict
+    facts = done.facts(run.manifest.started, run.manifest.duration_s, settings)
     artifacts = writer.suite_artifacts(run.results)
-    problems = judged.gate_problems  # unreadable gates: failed rows of summary.md
-    writer.write(run.results, report, artifacts, extra, gate_problems=problems, facts=facts)
+    problems = done.verdict.gate_problems  # unreadable gates: failed rows of summary.md
+    writer.write(
+        run.results, done.report, artifacts, done.summary_extra, gate_problems=problems, facts=facts
+    )
     # the manifest keeps what the session wrote; its verdict is the one judged now
-    manifest = run.manifest.model_copy(update={"verdict": ending})
+    manifest = run.manifest.model_copy(update={"verdict": done.record})
     write_json(writer.layout.manifest, manifest.dump())
-    return Summarized(report, judged, code)
-
-
-def _exit_code(judged: verdict.Verdict, run: RunRecord, settings: Settings) -> int:
-    """The rebuilt verdict's exit status: a cut-short run is never 0."""
-    code = judged.exit_code(run.results, settings.exit_on)
-    interrupted = run.report.interrupted if run.report is not None else None
-    if interrupted is None and run.manifest.interrupted is not None:
-        interrupted = run.manifest.interrupted
-    return run_verdict.cut_short_status(code, interrupted)
+    return Summarized(done.report, done.verdict, done.exit_status)

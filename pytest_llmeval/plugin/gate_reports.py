@@ -47,8 +47,7 @@ def gate_test_reports(verdict: Verdict) -> list[pytest.TestReport]:
         reports += _test_reports(nodeid, result.status, result.message)
     seen: set[str] = set()
     for problem in verdict.gate_problems:  # unreadable gates fail the run: a failed entry
-        source = problem.split(": ", 1)[0]
-        nodeid = f"{GATES_NODE}::{source}"
+        nodeid = f"{GATES_NODE}::{problem.source}"
         while nodeid in seen:
             nodeid += "+"
         seen.add(nodeid)

@@ -298,7 +298,7 @@ def _check_gates(config: pytest.Config, state: LLMEvalState, items: Sequence[Eva
         if why is None and gate.suite != TOTALS:
             known = categories.get(gate.suite) if every_file else None
             why = unknown_key(gate, state.suites.get(gate.suite), known)
-        if why is None and source.startswith("--llmeval-gate"):
+        if why is None and gate.source == "cli":
             why = _absent_everywhere(state, items, gate)
         if why is not None:
             raise pytest.UsageError(f"{source}: {why}")

@@ -29,14 +29,21 @@ from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.session_files import written_files
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report import run_verdict, verdict
-from pytest_llmeval.report.baseline.file import BaselineCase, not_blessed, subset_of, write_baseline
-from pytest_llmeval.report.baseline.render import diff_markdown
+from pytest_llmeval.report.baseline.file import BaselineCase, read_baseline, write_baseline
+from pytest_llmeval.report.exit_status import (
+    ExitFacts,
+    cases_failed,
+    escalate,
+    exit_status,
+    on_error,
+)
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.rundir.claim import unwritable
 from pytest_llmeval.rundir.latest import point_latest
 from pytest_llmeval.rundir.models import Report, RunManifest, RunVerdict
 
 if TYPE_CHECKING:  # imported where a session ends: every session starts faster
+    from pytest_llmeval.report.finish import RunEnd
     from pytest_llmeval.report.html.header import RunFacts
     from pytest_llmeval.report.writer import RunWriter
 from pytest_llmeval.rundir.read import manifests_named, recorded_verdict
@@ -79,7 +86,7 @@ class SessionReport:
         """A resume found every case finished: it only rebuilt the reports."""
         self.unjournaled = False
         """A process's journal stopped: the run is red, resume finishes it."""
-        self.crashes: list[str] = []
+        self.crashes: list[Fault] = []
         """xdist workers that died after their case was judged (a teardown): red."""
         self.latest_warning: str | None = None
         """Why ``<output root>/latest`` was not pointed at this run (a file of the user's)."""
@@ -88,6 +95,10 @@ class SessionReport:
         self.plain_failed: list[str] = []
         """Tests of this session that are not eval cases and failed or errored: red in every
         mode (``--llmeval-exit-on gates`` lets failed eval cases through, nothing else)."""
+        self.torn: list[str] = []
+        """Eval cases whose teardown errored: their result stands, the run is red."""
+        self.end: RunEnd | None = None
+        """What the end of the run was decided from, once the run dir was written."""
         self.session: pytest.Session | None = None
         """The session, to record how it really ended once every plugin has had its say."""
         self.earlier = recorded_verdict(state.run_dir) if state.settings.resume else None
@@ -129,11 +140,10 @@ class SessionReport:
         """Note a test that is not an eval case and failed, errored or could not be collected."""
         # a data file that failed to collect has no result for the verdict to judge
         collect = isinstance(report, pytest.CollectReport)
-        plain = report.failed and (collect or not self._is_case(report.nodeid))
-        # an eval case's teardown that errored (a fixture's): its result stands, the run is red
-        nodeid = report.nodeid if plain else run_verdict.teardown_failed(report)
-        if nodeid is not None and nodeid not in self.plain_failed:
-            self.plain_failed.append(nodeid)
+        if report.failed and (collect or not self._is_case(report.nodeid)):
+            _note(self.plain_failed, report.nodeid)
+        else:  # an eval case's teardown that errored (a fixture's): its result stands, red
+            _note(self.torn, run_verdict.teardown_failed(report))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
@@ -147,10 +157,7 @@ class SessionReport:
         if earlier is not None and crashitem not in self.finished:
             # judged before the worker died (in teardown): that result stands, but xdist
             # reports the case failed and a crash is an infrastructure fault: the run is red
-            self.crashes.append(
-                f"worker crashed: xdist worker {worker} died after {crashitem} was judged "
-                "(its result stands); the run fails"
-            )
+            self.crashes.append(run_verdict.crash_after_judged(str(worker), crashitem))
             return
         suite, file = self.interruption.suite_of(crashitem)
         category = self.interruption.category_of(crashitem)
@@ -211,9 +218,7 @@ class SessionReport:
         message = f"the session ended on an error after the run dir was written: {exc!r}"
         if Fault("exit", message) not in self.verdict.faults:
             self.verdict.faults.append(Fault("exit", message))
-        code = exc.code if isinstance(exc, SystemExit) else None
-        status = code if isinstance(code, int) and code else pytest.ExitCode.TESTS_FAILED
-        session.exitstatus = self.escalated(status)
+        session.exitstatus = self.escalated(on_error(getattr(exc, "code", None)))
 
     def _is_case(self, nodeid: str) -> bool:
         """An eval case, a gate's or the baseline's item (the verdict judges their failures)."""
@@ -223,16 +228,16 @@ class SessionReport:
     def escalated(self, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
         """``status`` made red when what this session knows fails the run; never made
         greener (another plugin's non-zero status stands, ``--llmeval-exit-on gates`` too)."""
-        failed = self.verdict.failed or bool(self.plain_failed)
-        return pytest.ExitCode.TESTS_FAILED if failed and status == pytest.ExitCode.OK else status
+        failed = self.verdict.failed or bool(self.plain_failed or self.torn)
+        return _as_code(escalate(int(status), failed))
 
     def _faults(self) -> list[Fault]:
         """What only this session knows fails the run: workers that died after their case
         was judged (in this attempt, or in an earlier one whose result a resume reuses), tests
         that are not eval cases and failed, a journal that stopped."""
-        faults = [Fault("crash", message) for message in self.crashes]
+        faults = list(self.crashes)
         faults += run_verdict.standing_crashes(self.earlier, self.finished)
-        faults += run_verdict.plain_tests_failed(self.plain_failed)
+        faults += run_verdict.plain_tests_failed(self.plain_failed, self.torn)
         if self.unjournaled:
             stopped = "a journal stopped: cases ran that no journal holds (resume runs them again)"
             faults.append(Fault("journal", stopped))
@@ -241,36 +246,25 @@ class SessionReport:
     def _status(self, session: pytest.Session) -> int | pytest.ExitCode:
         """The session's exit status once the verdict is known (the run dir's record of it is
         written with this status, before the session's last writers and the leak check)."""
-        status = session.exitstatus
-        refused = self.state.stop.reason is not None
-        if self.finished and not refused:
-            status = _resumed_status(status, self.state.settings.exit_on, self.results)
-        status = self.escalated(self._exit_status(status))
-        if self.unjournaled:  # cases were run that no journal holds
-            status = pytest.ExitCode.TESTS_FAILED
-        if refused:  # told by a worker
-            status = pytest.ExitCode.USAGE_ERROR
-        return status
-
-    def _exit_status(self, current: int | pytest.ExitCode) -> int | pytest.ExitCode:
-        """The verdict's exit status; a run cut short never exits 0 (pytest's own status
-        stands: 1 after ``-x``, 2 after Ctrl-C or SIGTERM)."""
-        settings = self.state.settings
-        status = _exit_code(verdict.exit_status(current, settings.exit_on, self.verdict.failed))
-        if status == pytest.ExitCode.OK and self.report is not None and self.report.interrupted:
-            return current if current != pytest.ExitCode.OK else pytest.ExitCode.INTERRUPTED
-        return status
-
-    def _record(self, status: int) -> RunVerdict:
-        """The run's verdict as ``manifest.json`` and report.html show it."""
-        interrupted = self.report.interrupted if self.report is not None else None
-        return run_verdict.record(
-            self.verdict,
-            self.results.values(),
+        interrupted = self.report is not None and self.report.interrupted is not None
+        facts = ExitFacts(
+            status=int(session.exitstatus),
             exit_on=self.state.settings.exit_on,
+            cases_failed=cases_failed(self.results.values()),
+            verdict_failed=self.verdict.failed,
+            plain_failed=bool(self.plain_failed or self.torn),
             interrupted=interrupted,
-            exit_status=int(status),
+            resumed=bool(self.finished),
+            unjournaled=self.unjournaled,
+            refused=self.state.stop.reason is not None,
         )
+        return _as_code(exit_status(facts))
+
+    def _record(self, status: int) -> RunVerdict | None:
+        """The run's verdict as ``manifest.json`` and report.html show it."""
+        from pytest_llmeval.report.finish import record
+
+        return record(self.end, self.verdict, int(status)) if self.end is not None else None
 
     def record_late(self, session: pytest.Session) -> None:
         """Write the verdict again when what came after the run dir was written (a leak, an
@@ -280,7 +274,7 @@ class SessionReport:
         if written is None or written.manifest.verdict is None or self.report is None:
             return
         final = self._record(session.exitstatus)
-        if final == written.manifest.verdict:
+        if final is None or final == written.manifest.verdict:
             return
         facts = written.facts.model_copy(update={"verdict": final})
         results = [self.results[key] for key in sorted(self.results)]
@@ -301,7 +295,7 @@ class SessionReport:
 
     def _write(self, session: pytest.Session) -> None:
         # what only the end of a session needs is imported here: every session starts faster
-        from pytest_llmeval.report.html.header import RunFacts
+        from pytest_llmeval.report.finish import RunEnd, finish
         from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
         from pytest_llmeval.report.provenance import filtered_environment, git_state
         from pytest_llmeval.report.writer import RunWriter
@@ -314,33 +308,38 @@ class SessionReport:
         if settings.prices is not None:
             report.totals.cost_usd = results_cost(results, self.runners, settings)
         interrupted, unrun = self.interruption.judge(session, results)
-        deselected = state.config.stash[deselections_key].counts(results) or {}
-        report.deselected = merged_counts(deselected.items(), unrun.items())
-        report.interrupted = interrupted
+        selection = state.config.stash[deselections_key]
+        deselected = selection.counts(results) or {}
         # the manifests of the cases collected, and of the earlier results a resume reused
-        named = state.config.stash[deselections_key].manifests
         reused = manifests_named(result for result, _ in self.finished.values())
-        manifests = state.manifests.present(named | reused)
-        gates, problems = verdict.gather_gates(settings, results, manifests=manifests)
-        self.verdict = verdict.judge(report, results, settings, gates, problems, self._faults())
-        blessed = report.without_baseline().dump() if settings.update_baseline else {}
-        subset = subset_of(blessed, settings.shard) if settings.update_baseline else None
-        if settings.update_baseline is not None and interrupted is not None:
-            self.baseline_kept = str(settings.update_baseline)  # a subset is no baseline
-        elif settings.update_baseline is not None and subset is not None:
-            self.verdict.faults.append(
-                Fault("baseline", not_blessed(settings.update_baseline, subset))
-            )
-        elif settings.update_baseline is not None:
+        self.end = RunEnd(
+            report=report,
+            results=results,
+            settings=settings,
+            manifests=state.manifests.present(selection.manifests | reused),
+            baseline=read_baseline(settings.baseline),
+            faults=self._faults(),
+            deselected=merged_counts(deselected.items(), unrun.items()),
+            interrupted=interrupted,
+            update_baseline=settings.update_baseline,
+            pytest_status=int(session.exitstatus),
+            resumed=bool(self.finished),
+            plain_failed=bool(self.plain_failed or self.torn),
+            unjournaled=self.unjournaled,
+        )
+        done = finish(self.end)
+        self.report = report = done.report
+        self.verdict = done.verdict
+        if done.baseline_kept:  # a subset is no baseline
+            self.baseline_kept = str(settings.update_baseline)
+        if done.blessed is not None and settings.update_baseline is not None:
             write_baseline(
                 settings.update_baseline,
-                state.redactor.value(blessed),
+                state.redactor.value(done.blessed),
                 [BaselineCase.of(result) for result in results],
                 run_id=state.run_id,
             )
         self.file_artifacts = writer.suite_artifacts(results)
-        diff = self.verdict.baseline_diff
-        extra = "\n" + diff_markdown(diff) if diff else ""
         earlier = self.finished
         # under xdist every result came from a worker (redacted there): a second pass
         distributed = session.config.pluginmanager.has_plugin("dsession")
@@ -350,18 +349,14 @@ class SessionReport:
             return not distributed and result.nodeid not in earlier
 
         problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
-        ending = self._record(self._status(session))  # as the session will exit
-        facts = RunFacts(  # the page's header: manifest.json is written after it
-            started=self.started.isoformat(),
-            duration_s=round((datetime.now(timezone.utc) - self.started).total_seconds(), 3),
-            runner=settings.runner,
-            model=settings.model,
-            verdict=ending,
-        )
+        ending = done.record  # as the session will exit
+        duration_s = round((datetime.now(timezone.utc) - self.started).total_seconds(), 3)
+        facts = done.facts(self.started.isoformat(), duration_s, settings)
         # an earlier session's record goes first: if this one cannot finish its files, the run
         # dir reads unfinished, never as the last session ended
         writer.layout.manifest.unlink(missing_ok=True)
         writer.layout.html.unlink(missing_ok=True)
+        extra = done.summary_extra
         written = writer.write(
             results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
         )
@@ -476,27 +471,18 @@ class SessionReport:
             )
 
 
-def _resumed_status(
-    status: int | pytest.ExitCode, exit_on: str, results: dict[str, CaseResult]
-) -> int | pytest.ExitCode:
-    """A resumed session's status counts the earlier attempts' cases too: a failure found
-    before the interruption still fails the run, and a resume with nothing left to run exits
-    as the finished run did (never "no tests collected")."""
-    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-        return status
-    missed = any(r.outcome in ("failed", "error") and not r.xfailed for r in results.values())
-    if exit_on == "all" and missed:
-        return pytest.ExitCode.TESTS_FAILED
-    return pytest.ExitCode.OK
-
-
 def _say(session: pytest.Session, line: str) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, red=True)
 
 
-def _exit_code(status: int) -> int | pytest.ExitCode:
+def _note(nodeids: list[str], nodeid: str | None) -> None:
+    if nodeid is not None and nodeid not in nodeids:
+        nodeids.append(nodeid)
+
+
+def _as_code(status: int) -> int | pytest.ExitCode:
     """``status`` as pytest's :class:`~pytest.ExitCode` where it is one of pytest's own."""
     try:
         return pytest.ExitCode(status)

@@ -16,7 +16,7 @@ from pytest_llmeval.report.error_groups import ErrorGroup, count_text, error_gro
 from pytest_llmeval.rundir.models import GatesSection, Interrupted, Report, Totals
 
 if TYPE_CHECKING:
-    from pytest_llmeval.report.verdict import Verdict
+    from pytest_llmeval.report.verdict import GateProblem, Verdict
 
 MAX_LISTED_FAILURES = 50
 MAX_LISTED_ERRORED = 10
@@ -105,7 +105,7 @@ def _rubric_held(result: CaseResult) -> bool:
 
 
 def summary_markdown(
-    report: Report, results: Sequence[CaseResult], gate_problems: Sequence[str] = ()
+    report: Report, results: Sequence[CaseResult], gate_problems: Sequence[GateProblem] = ()
 ) -> str:
     """``summary.md``: suite table, category table, the gates (always: a run without any says
     so), then the failing and erroring cases, those with one message once.
@@ -215,7 +215,9 @@ def error_lines(results: Sequence[CaseResult]) -> list[str]:
     return lines
 
 
-def _gates_markdown(section: GatesSection | None, problems: Sequence[str] = ()) -> list[str]:
+def _gates_markdown(
+    section: GatesSection | None, problems: Sequence[GateProblem] = ()
+) -> list[str]:
     """``summary.md``'s Gates table: each gate with its status as itself (``passed``,
     ``failed``, ``partial``, ``inconclusive``, ``warn``, ``n/a``) and its message, and each
     gate that could not be read, failed. Always there (the comment a pull request shows says
@@ -225,7 +227,7 @@ def _gates_markdown(section: GatesSection | None, problems: Sequence[str] = ()) 
         return ["", "## Gates", "", NO_GATES]
     out = ["", "## Gates", "", "| gate | status | message |", "|---|---|---|"]
     for problem in problems:
-        source = problem.split(": ", 1)[0]
+        source = problem.source
         message = clip(" ".join(problem.splitlines()), 200)
         out.append(f"| {md_cell(md_code(source))} | **failed** | {md_text(message)} |")
     for row in rows:

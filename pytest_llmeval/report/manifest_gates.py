@@ -20,10 +20,20 @@ from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.report.gates import parse_gate_spec
 from pytest_llmeval.rundir.models import Gate
 
-__all__ = ["located_gates", "manifest_gates"]
+__all__ = ["GateSpecError", "located_gates", "manifest_gates"]
 
 GATES_KEY = "gates"
 """The manifest key that holds its gates."""
+
+
+class GateSpecError(ConfigError):
+    """A manifest's gate that does not parse, with where it is written apart."""
+
+    def __init__(self, source: str, detail: str):
+        self.source = source
+        """The manifest and the gate's line: ``m.llmeval.yaml:4`` (the manifest alone when the
+        line is not known)."""
+        super().__init__(f"{source}: {detail}")
 
 
 def manifest_gates(manifest: Manifest) -> list[Gate]:
@@ -62,10 +72,10 @@ def _entries(manifest: Manifest, spec: Any, path: schemas.DocPath) -> list[tuple
 
 def _one(manifest: Manifest, spec: Any, path: schemas.DocPath) -> list[tuple[str, Gate]]:
     line = manifest.line_of(path) if len(path) > 1 else manifest.line(GATES_KEY)
-    where = f"{manifest.display}:{line}" if line else manifest.display
-    where += f": {schemas.field_name(path)}"
+    source = f"{manifest.display}:{line}" if line else manifest.display
+    where = f"{source}: {schemas.field_name(path)}"
     try:
         gates = parse_gate_spec(spec, "manifest", default_suite=manifest.suite)
     except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        raise GateSpecError(source, f"{schemas.field_name(path)}: {exc}") from None
     return [(where, gate) for gate in gates]

@@ -17,12 +17,13 @@ from collections.abc import Container, Iterable, Sequence
 from typing import cast, get_args
 
 from pytest_llmeval.core.models import CaseResult
+from pytest_llmeval.report.exit_status import NO_TESTS_COLLECTED
 from pytest_llmeval.report.verdict import Fault, FaultKind, Verdict
 from pytest_llmeval.rundir.models import Interrupted, RecordedFault, RunVerdict
 
 __all__ = [
     "REJUDGED",
-    "cut_short_status",
+    "crash_after_judged",
     "decide",
     "plain_tests_failed",
     "record",
@@ -30,9 +31,6 @@ __all__ = [
     "standing_crashes",
     "teardown_failed",
 ]
-
-NO_TESTS_COLLECTED = 5
-"""pytest's status for a session that collected nothing (an empty shard)."""
 
 REJUDGED: tuple[FaultKind, ...] = ("write", "unjudged")
 """Fault kinds that judging a run dir's files again finds (or, a write, does again)."""
@@ -111,7 +109,7 @@ def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
         return []
     known = get_args(FaultKind)
     return [
-        Fault(cast(FaultKind, f.kind), f.message)
+        _fault(cast(FaultKind, f.kind), f.message)
         if f.kind in known
         else Fault("exit", f"{f.kind}: {f.message}")
         for f in recorded.faults
@@ -119,16 +117,24 @@ def recorded_faults(recorded: RunVerdict | None) -> list[Fault]:
     ]
 
 
-def cut_short_status(code: int, interrupted: Interrupted | None) -> int:
-    """The exit status of a verdict judged again (``summarize``, ``merge``) whose cases ``code``
-    decides: a run cut short is never 0; 1 after ``-x``/``--maxfail`` as its session exited,
-    2 after Ctrl-C, SIGTERM or a budget (a shard of a merge among them)."""
-    if interrupted is None:
-        return code
-    return 1 if interrupted.reason == "maxfail" else max(code, 2)
+def crash_after_judged(worker: str, case: str) -> Fault:
+    """The fault of an xdist ``worker`` that died after ``case`` was judged (in teardown)."""
+    message = (
+        f"worker crashed: xdist worker {worker} died after {case} was judged "
+        "(its result stands); the run fails"
+    )
+    return Fault("crash", message, case=case)
 
 
 _JUDGED_CASE = re.compile(r" died after (.+?) was judged")
+"""The case in :func:`crash_after_judged`'s message: ``manifest.json`` records a fault's kind
+and message only, so a recorded crash is read back into its case here, once."""
+
+
+def _fault(kind: FaultKind, message: str) -> Fault:
+    """A recorded fault as this version makes it (a crash with its case)."""
+    case = _JUDGED_CASE.search(message) if kind == "crash" else None
+    return Fault(kind, message, case=case.group(1) if case is not None else None)
 
 
 def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> list[Fault]:
@@ -136,36 +142,26 @@ def standing_crashes(recorded: RunVerdict | None, reused: Container[str]) -> lis
     it: the case's result stands and the resume reuses it, so the crash stands too (a resume
     with nothing left to run exits as the finished run did). A crash whose case runs again is
     the new result's to judge."""
-    if recorded is None:
-        return []
-    out = []
-    for fault in recorded.faults:
-        case = _JUDGED_CASE.search(fault.message) if fault.kind == "crash" else None
-        if case is not None and case.group(1) in reused:
-            out.append(Fault("crash", fault.message))
-    return out
-
-
-TEARDOWN = " (its teardown errored)"
-"""What :func:`teardown_failed` adds to an eval case's node id."""
+    return [
+        fault
+        for fault in recorded_faults(recorded)
+        if fault.kind == "crash" and fault.case is not None and fault.case in reused
+    ]
 
 
 def teardown_failed(report: object) -> str | None:
-    """The node id of an eval case whose teardown errored (a fixture's, a plugin's), marked
-    so by :data:`TEARDOWN`; ``None`` for any other report. Its result stands, but an error is
-    never green: pytest's own status says 1, and ``--llmeval-exit-on gates`` must not make
-    it 0."""
+    """The node id of an eval case whose teardown errored (a fixture's, a plugin's); ``None``
+    for any other report. Its result stands, but an error is never green: pytest's own
+    status says 1, and ``--llmeval-exit-on gates`` must not make it 0."""
     failed = getattr(report, "when", None) == "teardown" and getattr(report, "failed", False)
-    return f"{getattr(report, 'nodeid', '?')}{TEARDOWN}" if failed else None
+    return str(getattr(report, "nodeid", "?")) if failed else None
 
 
-def plain_tests_failed(nodeids: Sequence[str]) -> list[Fault]:
-    """The fault of tests that are not eval cases and failed, errored or were not collected,
-    and of eval cases whose teardown errored (none when there are none): red in every mode,
-    ``--llmeval-exit-on gates`` included."""
+def plain_tests_failed(plain: Sequence[str], torn: Sequence[str] = ()) -> list[Fault]:
+    """The fault of ``plain`` tests (not eval cases) that failed, errored or were not
+    collected, and of eval cases whose teardown errored (``torn``); none when there are none:
+    red in every mode, ``--llmeval-exit-on gates`` included."""
     faults = []
-    plain = [nodeid for nodeid in nodeids if not nodeid.endswith(TEARDOWN)]
-    torn = [nodeid.removesuffix(TEARDOWN) for nodeid in nodeids if nodeid.endswith(TEARDOWN)]
     if plain:
         more = f" and {len(plain) - 1} more" if len(plain) > 1 else ""
         faults.append(Fault("tests", f"a test that is not an eval case failed: {plain[0]}{more}"))

@@ -22,27 +22,25 @@ from pytest_llmeval.core.errors import CaseFileError, ConfigError, FingerprintMi
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import Manifest
 from pytest_llmeval.report.baseline.compare import diff
-from pytest_llmeval.report.baseline.file import BaselineCase, load_baseline
+from pytest_llmeval.report.baseline.file import Baseline, BaselineCase
 from pytest_llmeval.report.gates import (
     TOTALS,
     evaluate_gates,
     parse_gate,
     suite_gate_results,
 )
-from pytest_llmeval.report.manifest_gates import manifest_gates
+from pytest_llmeval.report.manifest_gates import GateSpecError, manifest_gates
 from pytest_llmeval.rundir.comparison import BaselineDiff
 from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
 
 __all__ = [
     "BASELINE_NODE",
-    "EXIT_OK",
-    "EXIT_TESTS_FAILED",
     "GATES_NODE",
     "Fault",
     "FaultKind",
+    "GateProblem",
     "Verdict",
     "cli_gates",
-    "exit_status",
     "gather_gates",
     "is_broken",
     "judge",
@@ -52,14 +50,6 @@ __all__ = [
 
 GATES_NODE = "llmeval-gates"
 BASELINE_NODE = "llmeval-baseline::no-regressions"
-
-EXIT_OK = 0
-"""pytest's exit status of a run that passed (``pytest.ExitCode.OK``)."""
-EXIT_TESTS_FAILED = 1
-"""pytest's exit status of a run with failures (``pytest.ExitCode.TESTS_FAILED``)."""
-
-FAILED_OUTCOMES = ("failed", "error")
-"""Case outcomes that fail the session (with ``--llmeval-exit-on all``)."""
 
 FaultKind = Literal[
     "write", "mlflow", "leak", "crash", "unjudged", "baseline", "journal", "tests", "exit"
@@ -82,6 +72,29 @@ class Fault:
     session exited non-zero for a reason of its own (another plugin, ``pytest.exit()``, a
     signal held while the reports were written)."""
     message: str
+    case: str | None = field(default=None, compare=False)
+    """A ``crash``'s case: the node id whose result stands though its worker died."""
+
+
+class GateProblem(str):
+    """A gate that could not be read: its text (``<source>: <message>``, as every report
+    shows it) with its :attr:`source` kept apart, which names its junit entry and its row of
+    ``summary.md``."""
+
+    source: str
+    """Where the gate is written: ``--llmeval-gate``, ``<manifest>`` or ``<manifest>:<line>``."""
+
+    def __new__(cls, text: str, source: str) -> GateProblem:
+        problem = super().__new__(cls, text)
+        problem.source = source
+        return problem
+
+    @classmethod
+    def of(cls, exc: CaseFileError | GateSpecError) -> GateProblem:
+        """The problem ``exc`` says: a manifest that cannot be read, or a gate in it."""
+        if isinstance(exc, CaseFileError):
+            return cls(str(exc), f"{exc.path}:{exc.line}" if exc.line else exc.path)
+        return cls(str(exc), exc.source)
 
 
 @dataclass
@@ -89,7 +102,7 @@ class Verdict:
     """What a run's gates and baseline comparison decided."""
 
     gate_results: list[GateResult] = field(default_factory=list)
-    gate_problems: list[str] = field(default_factory=list)
+    gate_problems: list[GateProblem] = field(default_factory=list)
     """Gates that could not be read (a bad manifest or ``--llmeval-gate``)."""
     baseline_diff: BaselineDiff | None = None
     baseline_refusal: str | None = None
@@ -159,24 +172,21 @@ class Verdict:
             )
         return "gates: passed"
 
-    def exit_code(self, results: Iterable[CaseResult], exit_on: str) -> int:
-        """0 or 1 as a session over ``results`` would exit (``--llmeval-exit-on`` included)."""
-        cases_failed = any(r.outcome in FAILED_OUTCOMES and not r.xfailed for r in results)
-        current = EXIT_TESTS_FAILED if cases_failed else EXIT_OK
-        return int(exit_status(current, exit_on, self.failed))
-
 
 def judge(
     report: Report,
     results: Sequence[CaseResult],
     settings: Settings,
     gates: Sequence[Gate],
-    gate_problems: Sequence[str] = (),
+    gate_problems: Sequence[GateProblem] = (),
     faults: Sequence[Fault] = (),
+    baseline: Baseline | str | None = None,
 ) -> Verdict:
-    """Check ``gates`` and the suites' own gates against ``report`` and compare it with the
-    settings' baseline; both are written into ``report`` (``gates``, ``baseline``).
-    ``faults`` are the caller's own (a crashed worker, a journal that stopped)."""
+    """Check ``gates`` and the suites' own gates against ``report`` and compare it with
+    ``baseline`` (the settings' baseline as :func:`~.baseline.file.read_baseline` read it, or
+    why it could not be read); both are written into ``report`` (``gates``, ``baseline``).
+    ``faults`` are the caller's own (a crashed worker, a journal that stopped). It reads no
+    file."""
     body = report.without_baseline().dump()
     verdict = Verdict(
         gate_results=evaluate_gates(gates, body) + suite_gate_results(body),
@@ -192,13 +202,14 @@ def judge(
     partly = skipped_under_gates(verdict.partial_gates, results) if unjudged is None else None
     if partly is not None:
         verdict.faults.append(Fault("unjudged", partly))
-    if settings.baseline is not None:
+    if baseline is not None:
         if report.gates is not None:  # the diff compares gates too: the body gets them
             body["gates"] = report.gates.model_dump(mode="json")
         else:
             body.pop("gates", None)
         try:
-            baseline = load_baseline(settings.baseline)
+            if isinstance(baseline, str):  # it could not be read
+                raise ValueError(baseline)
             cases = [BaselineCase.of(result) for result in results]
             verdict.baseline_diff = diff(
                 body, cases, baseline, allow_mismatch=settings.baseline_allow_mismatch
@@ -289,7 +300,7 @@ def gather_gates(
     results: Iterable[CaseResult],
     earlier: Iterable[Report] = (),
     manifests: Iterable[Manifest | CaseFileError] = (),
-) -> tuple[list[Gate], list[str]]:
+) -> tuple[list[Gate], list[GateProblem]]:
     """Every gate of a run, and the problems met reading them.
 
     The settings' ``--llmeval-gate`` gates; the gates of ``manifests``, those whose cases were
@@ -300,12 +311,12 @@ def gather_gates(
     are never taken from a report: :func:`judge` asks the suite again.
     """
     gates: list[Gate] = []
-    problems: list[str] = []
+    problems: list[GateProblem] = []
     for text in settings.gate:
         try:
             gates.append(parse_gate(text, "cli"))
         except ValueError as exc:
-            problems.append(f"--llmeval-gate: {exc}")
+            problems.append(GateProblem(f"--llmeval-gate: {exc}", "--llmeval-gate"))
     found, bad = _manifest_gates(manifests, results)
     gates += found
     problems += bad
@@ -322,34 +333,19 @@ def is_broken(result: CaseResult) -> bool:
 
 def _manifest_gates(
     manifests: Iterable[Manifest | CaseFileError], results: Iterable[CaseResult]
-) -> tuple[list[Gate], list[str]]:
+) -> tuple[list[Gate], list[GateProblem]]:
     """The gates of ``manifests``; a manifest that cannot be read is a problem, unless its own
     error item is among ``results`` (that error says it, and fails the run as broken input)."""
     gates: list[Gate] = []
-    problems: list[str] = []
+    problems: list[GateProblem] = []
     reported = {r.file for r in results if is_broken(r)}
     for manifest in manifests:
         if isinstance(manifest, CaseFileError):
             if manifest.path not in reported:
-                problems.append(str(manifest))
+                problems.append(GateProblem.of(manifest))
             continue
         try:
             gates += manifest_gates(manifest)
-        except ConfigError as exc:  # stopped before any case in a session; a run dir read
-            problems.append(str(exc))  # afresh (merge, summarize) may still hold one
+        except GateSpecError as exc:  # stopped before any case in a session; a run dir read
+            problems.append(GateProblem.of(exc))  # afresh (merge, summarize) may still hold one
     return gates, problems
-
-
-def exit_status(current: int, exit_on: str, verdict_failed: bool) -> int:
-    """The session's exit status once gates, regressions and leaks are known.
-
-    Only a clean or a tests-failed status is changed; interruptions, internal and usage
-    errors, and "no tests collected" stand.
-    """
-    if current not in (EXIT_OK, EXIT_TESTS_FAILED):
-        return current
-    if exit_on == "gates":
-        return EXIT_TESTS_FAILED if verdict_failed else EXIT_OK
-    if verdict_failed:
-        return EXIT_TESTS_FAILED
-    return current

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
@@ -38,6 +38,9 @@ from pytest_llmeval.rundir.models import (
 )
 from pytest_llmeval.suites.base import CaseSource, SuiteBase, SuiteContext, SuiteRegistry, path_tag
 from pytest_llmeval.tools.broker import ToolBroker
+
+if TYPE_CHECKING:
+    from pytest_llmeval.report.verdict import GateProblem
 
 __all__ = ["RunWriter", "events"]
 
@@ -133,7 +136,7 @@ class RunWriter:
         file_artifacts: Sequence[tuple[str, Any]],
         summary_extra: str = "",
         redacted: Callable[[CaseResult], bool] = lambda result: False,
-        gate_problems: Sequence[str] = (),
+        gate_problems: Sequence[GateProblem] = (),
         facts: RunFacts | None = None,
     ) -> list[str]:
         """Write every report file through the redactor; returns the names written.

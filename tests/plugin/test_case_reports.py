@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from pytest_llmeval.plugin.gate_reports import gate_test_reports
-from pytest_llmeval.report.verdict import Verdict
+from pytest_llmeval.report.verdict import GateProblem, Verdict
 from tests.conftest import read_jsonl, write_json
 
 CASES = [
@@ -135,7 +135,7 @@ def test_unreadable_gates_have_a_failing_junit_entry() -> None:
     """A gate that could not be read (a session stops on one before any case; ``merge`` and
     ``summarize`` may still meet one) is a failed entry named by where it is written."""
     problem = "qa.llmeval.yaml:3: gates[0]: bad gate 'pass rate is high': expected ..."
-    reports = gate_test_reports(Verdict(gate_problems=[problem]))
+    reports = gate_test_reports(Verdict(gate_problems=[GateProblem(problem, "qa.llmeval.yaml:3")]))
     (call,) = [r for r in reports if r.when == "call"]
     assert call.nodeid == "llmeval-gates::qa.llmeval.yaml:3"
     assert call.outcome == "failed"

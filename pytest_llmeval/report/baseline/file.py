@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_llmeval.core.errors import ConfigError, RunDirError
+from pytest_llmeval.core.errors import ConfigError, FingerprintMismatch, RunDirError
 from pytest_llmeval.core.models import CaseResult, Outcome
 from pytest_llmeval.inputs import safe_read
 from pytest_llmeval.rundir.claim import folder_lock
@@ -42,6 +42,7 @@ __all__ = [
     "check_replaceable",
     "load_baseline",
     "not_blessed",
+    "read_baseline",
     "subset_of",
     "write_baseline",
 ]
@@ -108,6 +109,17 @@ class Baseline(BaseModel):
     subset: str | None = None
     """Why the baseline run judged only part of its cases (cut short, cases left out, a
     shard); such a baseline is compared only with ``--llmeval-baseline-allow-mismatch``."""
+
+
+def read_baseline(path: Path | str | None) -> Baseline | str | None:
+    """The baseline at ``path`` (``--llmeval-baseline``) for the verdict to compare with, or
+    why it cannot be used (the comparison is then refused); ``None`` when no baseline is set."""
+    if path is None:
+        return None
+    try:
+        return load_baseline(path)
+    except (FingerprintMismatch, ValueError) as exc:
+        return str(exc)
 
 
 def load_baseline(path: Path | str) -> Baseline:

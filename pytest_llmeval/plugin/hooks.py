@@ -1,11 +1,12 @@
-"""pytest hooks of pytest-llmeval. Each hook is a few lines and delegates."""
+"""pytest hooks of pytest-llmeval, the plugin's entry point (``pytest11``). Each hook is a few
+lines and delegates; ``pytest_configure`` registers the feature plugins, each only where it
+has a job. The fixtures and what a case's report carries are plugins of their own
+(:data:`pytest_plugins`)."""
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -13,14 +14,11 @@ import pytest
 
 from pytest_llmeval.config import settings
 from pytest_llmeval.core.errors import ConfigError
-from pytest_llmeval.engine.agent import default_agent
 from pytest_llmeval.plugin import (
-    case_reports,
     hookspecs,
     options,
     preflight,
     protocol_refusals,
-    running_marks,
     session_files,
 )
 from pytest_llmeval.plugin import scheduling as sharding
@@ -37,24 +35,21 @@ from pytest_llmeval.plugin.eval_roots import EvalRoots, eval_roots_key
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
+from pytest_llmeval.plugin.process_end import frozen_key, session_key, sigterm_key, unconfigure
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.resume import Resume, resume_key
-from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, workers_disagree
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.plugin.stop import Stop, stop_key
 from pytest_llmeval.plugin.termination import SigtermHandler
+from pytest_llmeval.plugin.xdist_controller import XdistController
 from pytest_llmeval.report.baseline.file import BaselineError, check_replaceable
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.suites.base import SuiteRegistry
 from pytest_llmeval.suites.builtin import register_builtin_suites, register_entry_point_suites
-from pytest_llmeval.tools.broker import ToolBroker
 
-sigterm_key = pytest.StashKey[SigtermHandler]()
-session_key = pytest.StashKey[pytest.Session]()
-_frozen_key = pytest.StashKey[bool]()
-"""Set once the collected objects were frozen out of the garbage collector's sight."""
+pytest_plugins = ["pytest_llmeval.plugin.case_fixtures", "pytest_llmeval.plugin.eval_reports"]
 
 # -- options -------------------------------------------------------------------------------
 
@@ -121,9 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(WorkerStop(config), "llmeval-worker-stop")
     config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
     config.stash[sigterm_key].install()
-    if config.pluginmanager.hasplugin("xdist"):
-        hooks = XdistHooks(controller=not wire.is_worker(config), state=state)
-        config.pluginmanager.register(hooks, "llmeval-xdist")
+    if config.pluginmanager.hasplugin("xdist") and not wire.is_worker(config):
+        config.pluginmanager.register(XdistController(state), "llmeval-xdist")
     _register_spending(config, state)
     if not wire.is_worker(config):  # the workers read what the controller checked
         state.check_support_files()
@@ -186,110 +180,7 @@ def pytest_unconfigure(config: pytest.Config) -> Any:
         note_error(config, exc)
         raise
     finally:
-        _unconfigure(config)
-
-
-def _unconfigure(config: pytest.Config) -> None:
-    if config.stash.get(_frozen_key, False):  # a process that goes on collects them again
-        gc.unfreeze()
-    state = config.stash.get(state_key, None)
-    if state is not None:
-        preflight.close_unused_runner(config, state.dispatcher.call)
-        state.dispatcher.close_services()
-        state.dispatcher.close()
-        state.limits.close()
-        state.journal.close()
-    running_marks.remove(config)
-    handler = config.stash.get(sigterm_key, None)
-    if handler is not None and handler.restore() is not None:
-        _held_signal(config, handler.deferred)
-    settle(config)  # what another plugin or a held signal changed: recorded as pytest ends
-    if state is not None:
-        state.release_run_dir()
-    report = config.stash.get(session_report_key, None)
-    if report is not None:
-        config.pluginmanager.unregister(report)
-        del config.stash[session_report_key]
-    names = (
-        "llmeval-budget",
-        "llmeval-budget-measure",
-        "llmeval-progress",
-        "llmeval-interruption",
-        "llmeval-records",
-        "llmeval-json-report",
-        "llmeval-datasets",
-        "llmeval-eval-roots",
-        "llmeval-resume",
-    )
-    for name in names:
-        plugin = config.pluginmanager.get_plugin(name)
-        if plugin is not None:
-            config.pluginmanager.unregister(plugin)
-
-
-def _held_signal(config: pytest.Config, name: str | None) -> None:
-    """A signal held back while the reports were written: they are whole, the run is not
-    green."""
-    session = config.stash.get(session_key, None)
-    if session is not None and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.INTERRUPTED
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(
-            f"llmeval: {name} arrived while the reports were written: they were finished "
-            "first; the run is not green",
-            yellow=True,
-        )
-
-
-class XdistHooks:
-    """xdist hooks, registered only when xdist is present (their specs come from xdist)."""
-
-    def __init__(self, *, controller: bool, state: LLMEvalState):
-        self.controller = controller
-        self.state = state
-        self.models: dict[str, str | None] = {}
-        """The controller's: the model each worker built its cases for (``prompt_format:
-        auto`` from the runner's fingerprint), as its reports say."""
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The controller: workers that built their cases for different models fail the run
-        (one usage error, as a worker's refusal), rather than mix prompt formats."""
-        said = wire.facts(report).get("runner_model")
-        if not self.controller or not isinstance(said, (list, tuple)) or len(said) != 2:
-            return
-        self.models.setdefault(str(said[0]), said[1])
-        disagree = workers_disagree(self.models)
-        if disagree is not None:
-            self.state.stop.refuse(disagree)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if self.controller:  # a worker's configuration error: one usage error, exit 4
-            preflight.raise_worker_usage_error(report)
-
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        enabled = config.stash[state_key].settings.hash_scheduling
-        return sharding.make_scheduler(config, log, enabled=enabled)
-
-    def pytest_configure_node(self, node: Any) -> None:
-        state = node.config.stash[state_key]
-        given = state.worker_input(node.config)
-        given.running_marks = running_marks.folder(node.config)
-        given.hand_to(node.workerinput)
-        state.limits.hand_to_worker(node.workerinput)
-        sharding.configure_node(node, enabled=state.settings.hash_scheduling)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers (its hook is trylast)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Under xdist the controller collects no case: it claims (creates, tags, locks) the run
-    dir before its workers start, so a second session, a read-only folder or a killed
-    controller is caught at once. A run dir it created stays only if the session used it."""
-    config = session.config
-    distributing = config.pluginmanager.has_plugin("dsession")
-    if distributing and not wire.is_worker(config) and not runs_no_case(config):
-        config.stash[state_key].claim_run_dir()
+        unconfigure(config)
 
 
 # -- collection ----------------------------------------------------------------------------
@@ -359,43 +250,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # their finalizers run now rather than only at the end of the session
         gc.collect()
         gc.freeze()
-        session.config.stash[_frozen_key] = True
+        session.config.stash[frozen_key] = True
 
 
 # -- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def llmeval_settings(pytestconfig: pytest.Config) -> settings.Settings:
-    """The session's frozen pytest-llmeval settings."""
-    return pytestconfig.stash[state_key].settings
-
-
-@pytest.fixture(scope="session")
-def llmeval_runner(
-    pytestconfig: pytest.Config, llmeval_settings: settings.Settings
-) -> Iterator[Any]:
-    """The model runner (or agent endpoint) named by ``--llmeval-runner``."""
-    state = pytestconfig.stash[state_key]
-    runner = preflight.take_runner(pytestconfig)  # built once collection was done
-    if runner is None:  # asked for outside the eval cases: built here, a usage error if bad
-        runner = preflight.build_runner(pytestconfig, state)
-    yield runner
-    aclose = getattr(runner, "aclose", None)
-    if aclose is not None:
-        state.dispatcher.call(aclose())
-
-
-@pytest.fixture(scope="session")
-def llmeval_broker(llmeval_settings: settings.Settings) -> ToolBroker:
-    """The tool broker serving fixtures from ``--llmeval-fixtures``."""
-    return ToolBroker.from_dir(llmeval_settings.fixtures)
-
-
-@pytest.fixture(scope="session")
-def llmeval_agent(llmeval_runner: Any) -> Any:
-    """The agent each case runs through; override it in a conftest to evaluate your own."""
-    return default_agent(llmeval_runner)
 
 
 # -- reporting -----------------------------------------------------------------------------
@@ -442,56 +300,3 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         if isinstance(item, EvalItem):
             item.release()  # 100,000 finished items must not hold 100,000 transcripts
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    if not isinstance(item, EvalItem):
-        return _with_in_flight((yield), item.config)
-    named = item.state.runner_model
-    # a case reported before the model is known (pytest skipped it by a mark, its fixtures
-    # failed) is read without settling it: the next case's agent may still name it
-    with contextlib.nullcontext() if named.settled else named.probe():
-        report = _eval_report((yield), item, call)
-    return _with_in_flight(report, item.config)
-
-
-def _with_in_flight(report: pytest.TestReport, config: pytest.Config) -> pytest.TestReport:
-    """A teardown report says how many agents are in flight here (the controller's progress
-    lines add up every process's)."""
-    if report.when == "teardown":
-        in_flight = config.stash[state_key].dispatcher.in_flight
-        wire.add_facts(report, {"in_flight": in_flight})
-    return report
-
-
-def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> Any:
-    state = item.state
-    case_reports.unhide_error(report, call.excinfo)  # a user's xfail never hides an error
-    if state.stop.reason is not None:
-        wire.add_facts(report, {"refusal": state.stop.reason})
-    elif runs_no_case(item.config):  # --setup-only, --setup-plan: no result, no journal
-        pass
-    else:  # a refused resume journals nothing
-        state.results.attach(item, item.agent, call, report)
-        case = item.built_case  # under xdist, the model the cases that ran were built for
-        named = state.runner_model  # (once per worker: every case of it was built for one)
-        if call.when == "call" and not named.told and case and RUNNER_MODEL_KEY in case.metadata:
-            worker = wire.worker_id(item.config)
-            if worker is not None:
-                named.told = True
-                said = (worker, case.metadata[RUNNER_MODEL_KEY])
-                wire.add_facts(report, {"runner_model": said})
-        if call.when == "call":
-            state.runahead.judged(item.nodeid)
-        record = state.records.of(report)
-        case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
-        stopped = state.journal.stopped()
-        if stopped is not None:  # every case after this one would be lost: stop, fail
-            wire.add_facts(report, {"unjournaled": stopped})
-            item.session.shouldstop = item.session.shouldstop or stopped
-    return report
-
-
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    return case_reports.teststatus(report)

@@ -71,7 +71,7 @@ __all__ = [
     "take_runner",
 ]
 
-OWN_FIXTURES_MODULE = "pytest_llmeval.plugin.hooks"
+OWN_FIXTURES_MODULE = "pytest_llmeval.plugin.case_fixtures"
 """Where the plugin's own ``llmeval_runner`` fixture is defined."""
 
 _runner_key = pytest.StashKey[Any]()

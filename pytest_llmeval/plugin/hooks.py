@@ -40,6 +40,7 @@ from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.resume import Resume, resume_key
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
 from pytest_llmeval.plugin.session import SessionReport, session_report_key
+from pytest_llmeval.plugin.session_terminal import SessionTerminal
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.plugin.stop import Stop, stop_key
 from pytest_llmeval.plugin.termination import SigtermHandler
@@ -110,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[session_report_key] = report
         config.stash[late_exit_key] = report  # kept past unconfigure: the last record
         config.pluginmanager.register(report, "llmeval-report")
+        config.pluginmanager.register(SessionTerminal(report), "llmeval-session-terminal")
         config.pluginmanager.register(report.interruption, "llmeval-interruption")
         config.pluginmanager.register(JsonReportSection(report), "llmeval-json-report")
     else:  # an xdist worker tells its controller why it stopped early

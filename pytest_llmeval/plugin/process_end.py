@@ -55,6 +55,7 @@ def unconfigure(config: pytest.Config) -> None:
         "llmeval-datasets",
         "llmeval-eval-roots",
         "llmeval-resume",
+        "llmeval-session-terminal",
     )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)

@@ -7,8 +7,6 @@ results reach it on the test reports, from this process or from xdist workers al
 from __future__ import annotations
 
 import contextlib
-import shlex
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,15 +19,14 @@ from pytest_llmeval.core.redact import find_leaks
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
-from pytest_llmeval.plugin.interruption import Interruption, crashed_result, merged_counts
-from pytest_llmeval.plugin.progress import results_cost
+from pytest_llmeval.plugin.interruption import Interruption, crashed_result
 from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.resume import Resume
+from pytest_llmeval.plugin.run_writing import Written, write_run
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.session_files import written_files
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report import run_verdict, verdict
-from pytest_llmeval.report.baseline.file import BaselineCase, read_baseline, write_baseline
 from pytest_llmeval.report.exit_status import (
     ExitFacts,
     cases_failed,
@@ -39,25 +36,13 @@ from pytest_llmeval.report.exit_status import (
 )
 from pytest_llmeval.report.verdict import Fault
 from pytest_llmeval.rundir.claim import unwritable
-from pytest_llmeval.rundir.latest import point_latest
-from pytest_llmeval.rundir.models import Report, RunManifest, RunVerdict
+from pytest_llmeval.rundir.models import Report, RunVerdict
 
 if TYPE_CHECKING:  # imported where a session ends: every session starts faster
     from pytest_llmeval.report.finish import RunEnd
-    from pytest_llmeval.report.html.header import RunFacts
-    from pytest_llmeval.report.writer import RunWriter
-from pytest_llmeval.rundir.read import manifests_named, recorded_verdict
+from pytest_llmeval.rundir.read import recorded_verdict
 
 session_report_key = pytest.StashKey["SessionReport"]()
-
-
-@dataclass(frozen=True)
-class _Written:
-    """What the session wrote its verdict with: to write it again if it changes."""
-
-    writer: RunWriter
-    manifest: RunManifest
-    facts: RunFacts
 
 
 class SessionReport:
@@ -90,7 +75,7 @@ class SessionReport:
         """xdist workers that died after their case was judged (a teardown): red."""
         self.latest_warning: str | None = None
         """Why ``<output root>/latest`` was not pointed at this run (a file of the user's)."""
-        self.written: _Written | None = None
+        self.written: Written | None = None
         """The manifest and page facts as written, to write the verdict again if it changes."""
         self.plain_failed: list[str] = []
         """Tests of this session that are not eval cases and failed or errored: red in every
@@ -186,7 +171,7 @@ class SessionReport:
             self.nothing_left = session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         if (self.results or empty_shard or cut_short or (gated and ran)) and not refused:
             try:
-                self._write(session)
+                write_run(self, session)
             except OSError as exc:
                 where = Path(exc.filename) if exc.filename else self.state.run_dir
                 message = unwritable(where, exc, "could not write the run dir:")
@@ -194,7 +179,7 @@ class SessionReport:
             except (UnicodeError, LLMEvalError) as exc:
                 self.verdict.faults.append(Fault("write", f"could not write the run dir: {exc}"))
             # the session's own faults, also when the run dir could not be written
-            self.verdict.faults += [f for f in self._faults() if f not in self.verdict.faults]
+            self.verdict.faults += [f for f in self.faults() if f not in self.verdict.faults]
             log_gate_reports(session, gate_test_reports(self.verdict))
         told = refused and session.exitstatus != pytest.ExitCode.USAGE_ERROR  # by a worker
         session.exitstatus = self._status(session)
@@ -231,7 +216,7 @@ class SessionReport:
         failed = self.verdict.failed or bool(self.plain_failed or self.torn)
         return _as_code(escalate(int(status), failed))
 
-    def _faults(self) -> list[Fault]:
+    def faults(self) -> list[Fault]:
         """What only this session knows fails the run: workers that died after their case
         was judged (in this attempt, or in an earlier one whose result a resume reuses), tests
         that are not eval cases and failed, a journal that stopped."""
@@ -291,102 +276,7 @@ class SessionReport:
             with contextlib.suppress(OSError):
                 written.writer.layout.manifest.unlink()
             return
-        self.written = _Written(written.writer, manifest, facts)
-
-    def _write(self, session: pytest.Session) -> None:
-        # what only the end of a session needs is imported here: every session starts faster
-        from pytest_llmeval.report.finish import RunEnd, finish
-        from pytest_llmeval.report.mlflow_log import MlflowLogError, log_run
-        from pytest_llmeval.report.provenance import filtered_environment, git_state
-        from pytest_llmeval.report.writer import RunWriter
-
-        state, settings = self.state, self.state.settings
-        self.run_dir = state.ensure_run_dir()
-        writer = RunWriter(self.run_dir, state.run_id, state.context, state.suites, state.redactor)
-        results = [self.results[key] for key in sorted(self.results)]
-        self.report = report = writer.build(results, self.runners)
-        if settings.prices is not None:
-            report.totals.cost_usd = results_cost(results, self.runners, settings)
-        interrupted, unrun = self.interruption.judge(session, results)
-        selection = state.config.stash[deselections_key]
-        deselected = selection.counts(results) or {}
-        # the manifests of the cases collected, and of the earlier results a resume reused
-        reused = manifests_named(result for result, _ in self.finished.values())
-        self.end = RunEnd(
-            report=report,
-            results=results,
-            settings=settings,
-            manifests=state.manifests.present(selection.manifests | reused),
-            baseline=read_baseline(settings.baseline),
-            faults=self._faults(),
-            deselected=merged_counts(deselected.items(), unrun.items()),
-            interrupted=interrupted,
-            update_baseline=settings.update_baseline,
-            pytest_status=int(session.exitstatus),
-            resumed=bool(self.finished),
-            plain_failed=bool(self.plain_failed or self.torn),
-            unjournaled=self.unjournaled,
-        )
-        done = finish(self.end)
-        self.report = report = done.report
-        self.verdict = done.verdict
-        if done.baseline_kept:  # a subset is no baseline
-            self.baseline_kept = str(settings.update_baseline)
-        if done.blessed is not None and settings.update_baseline is not None:
-            write_baseline(
-                settings.update_baseline,
-                state.redactor.value(done.blessed),
-                [BaselineCase.of(result) for result in results],
-                run_id=state.run_id,
-            )
-        self.file_artifacts = writer.suite_artifacts(results)
-        earlier = self.finished
-        # under xdist every result came from a worker (redacted there): a second pass
-        distributed = session.config.pluginmanager.has_plugin("dsession")
-
-        def own(result: CaseResult) -> bool:
-            """Made and redacted here, by this very redactor (not an earlier attempt's)."""
-            return not distributed and result.nodeid not in earlier
-
-        problems = self.verdict.gate_problems  # unreadable gates: failed rows of summary.md
-        ending = done.record  # as the session will exit
-        duration_s = round((datetime.now(timezone.utc) - self.started).total_seconds(), 3)
-        facts = done.facts(self.started.isoformat(), duration_s, settings)
-        # an earlier session's record goes first: if this one cannot finish its files, the run
-        # dir reads unfinished, never as the last session ended
-        writer.layout.manifest.unlink(missing_ok=True)
-        writer.layout.html.unlink(missing_ok=True)
-        extra = done.summary_extra
-        written = writer.write(
-            results, report, self.file_artifacts, extra, own, gate_problems=problems, facts=facts
-        )
-        finished = datetime.now(timezone.utc)
-        manifest = writer.write_manifest(
-            settings=settings,
-            # URL credentials and secret-named options masked (the writer's pass sees no names)
-            invocation=state.redactor.argv(state.config.invocation_params.args),
-            started=self.started.isoformat(),
-            finished=finished.isoformat(),
-            duration_s=round((finished - self.started).total_seconds(), 3),
-            git=git_state(settings.rootdir),
-            environment=filtered_environment(),
-            attempt=state.attempt,
-            artifacts=written,
-            interrupted=interrupted,
-            verdict=ending,
-        )
-        self.written = _Written(writer, manifest, facts)
-        self.latest_warning = point_latest(settings.output_root, self.run_dir)
-        if settings.mlflow:
-            try:
-                self.mlflow_run_id = log_run(
-                    self.run_dir,
-                    settings.mlflow,
-                    settings.mlflow_experiment,
-                    secrets=state.secrets,
-                )
-            except MlflowLogError as exc:  # the run dir is complete; report and fail
-                self.verdict.faults.append(Fault("mlflow", str(exc)))
+        self.written = Written(written.writer, manifest, facts)
 
     # -- leak check --------------------------------------------------------------------------
 
@@ -401,74 +291,6 @@ class SessionReport:
                 self.verdict.faults.append(Fault("leak", message))
                 if reporter is not None:
                     reporter.write_line(f"llmeval: {message}", red=True)
-
-    # -- terminal ----------------------------------------------------------------------------
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_llmeval.report import console
-
-        nothing = not self.results and not self.verdict.faults and self.report is None
-        if nothing or self.state.stop.reason is not None:
-            return
-        terminalreporter.ensure_newline()  # a blank line before the heading, none after
-        terminalreporter.section("llmeval")
-        for line in self.resume.notes if self.resume is not None else ():
-            terminalreporter.write_line(f"llmeval: {line}")
-        if self.nothing_left:
-            terminalreporter.write_line(
-                "llmeval: nothing left to run: every case has a final result from an earlier "
-                "attempt; the reports were rebuilt"
-            )
-        if self.report is not None:
-            for line in console.summary_lines(self.report):
-                terminalreporter.write_line(line)
-            earlier = sum(1 for key in self.results if key in self.finished)
-            note = console.tally_note(list(self.results.values()), earlier)
-            if note is not None:
-                terminalreporter.write_line(note)
-            warning = console.rubric_warning(list(self.results.values()))
-            if warning is not None:
-                terminalreporter.write_line(warning, yellow=True)
-            for line in console.verdict_lines(self.verdict):
-                terminalreporter.write_line(line)
-            for line in console.error_lines(list(self.results.values())):  # each message once
-                terminalreporter.write_line(line)
-            if self.report.interrupted is not None:
-                terminalreporter.write_line(
-                    f"llmeval: {console.interrupted_line(self.report.interrupted, self.run_dir)}",
-                    yellow=True,
-                )
-        for name, value in self.file_artifacts:
-            suite = self.state.suites.get(name.split("/", 1)[0])
-            if suite is not None:
-                for line in suite.console_lines(value):
-                    terminalreporter.write_line(line)
-        unwritten = self.verdict.faults_of("write")
-        for fault in unwritten:
-            terminalreporter.write_line(f"llmeval: {fault}", red=True)
-        if self.baseline_kept is not None:
-            resume = console.resume_option(self.run_dir)
-            terminalreporter.write_line(
-                f"llmeval: baseline {self.baseline_kept} not updated: the run was cut short "
-                f"(finish it with {resume} "
-                f"--llmeval-update-baseline={shlex.quote(self.baseline_kept)})",
-                yellow=True,
-            )
-        if self.run_dir is not None and not unwritten:
-            terminalreporter.write_line(f"llmeval: run dir {self.run_dir}")
-        if self.latest_warning is not None:
-            terminalreporter.write_line(f"llmeval: warning: {self.latest_warning}", yellow=True)
-        if self.state.placeholders:
-            terminalreporter.write_line(console.placeholder_notice(self.state.placeholders))
-        for fault in self.verdict.faults_of("baseline"):
-            terminalreporter.write_line(f"llmeval: {fault}", red=True)
-        for fault in self.verdict.faults_of("mlflow"):  # leaks were printed as they were found
-            terminalreporter.write_line(f"llmeval: {fault}", red=True)
-        if self.mlflow_run_id is not None:
-            experiment = self.state.settings.mlflow_experiment
-            terminalreporter.write_line(
-                f"llmeval: MLflow run {self.mlflow_run_id} in experiment {experiment!r}"
-            )
 
 
 def _say(session: pytest.Session, line: str) -> None:

@@ -3,7 +3,7 @@
 Writes ``compare.md`` and ``compare.html`` into ``DIR`` (default: the current folder) and
 prints the Markdown. A run is a run dir's path, or the name of one under the default output
 root (``.llmeval/runs``), ``latest`` included. The tables and statistics are
-:mod:`pytest_llmeval.report.compare`'s.
+:mod:`pytest_llmeval.report.run_matrix`'s.
 
 It never writes over a file it did not make: an existing ``compare.md`` or ``compare.html``
 without the mark ``compare`` writes into its files is refused, and so is a run dir, or any
@@ -22,8 +22,13 @@ from typing import Any
 
 from pytest_llmeval.commands.runs import DEFAULT_ROOT
 from pytest_llmeval.core.errors import RunDirError
-from pytest_llmeval.report.compare import MARKER, MAX_MARKDOWN_ROWS, compare_markdown, compare_runs
-from pytest_llmeval.report.html.compare import render_compare_html
+from pytest_llmeval.report.html.compare_page import render_compare_html
+from pytest_llmeval.report.run_matrix import (
+    MARKER,
+    MAX_MARKDOWN_ROWS,
+    compare_markdown,
+    compare_runs,
+)
 from pytest_llmeval.rundir.files import is_run_dir, write_text
 from pytest_llmeval.rundir.latest import LATEST, resolve_latest
 from pytest_llmeval.rundir.outcomes import RunOutcomes, read_outcomes

@@ -179,7 +179,8 @@ class ChoiceTask(_Model):
 
 
 class JudgeTask(_Model):
-    """What a judge model is asked about a case's answer (:mod:`pytest_llmeval.engine.judge`)."""
+    """What a judge model is asked about a case's answer
+    (:mod:`pytest_llmeval.engine.judge_model`)."""
 
     kind: Literal["rubric", "when2call"]
     """``rubric``: one score in [0, 1] per criterion, and a reason; ``when2call``: which of

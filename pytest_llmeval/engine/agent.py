@@ -34,7 +34,7 @@ from pytest_llmeval.core.models import (
     Usage,
 )
 from pytest_llmeval.engine.agent_threads import AgentThreads
-from pytest_llmeval.engine.judge import AUDIT_REPLY_CHARS
+from pytest_llmeval.engine.judge_model import AUDIT_REPLY_CHARS
 from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.runners.base import (
     AgentEndpoint,

@@ -29,7 +29,7 @@ from pytest_llmeval.core.errors import RunnerError
 from pytest_llmeval.core.models import EvalCase, Judgement, Transcript, Usage
 from pytest_llmeval.engine.agent import run_agent
 from pytest_llmeval.engine.agent_threads import AgentThreads
-from pytest_llmeval.engine.services import CaseServices
+from pytest_llmeval.engine.case_services import CaseServices
 from pytest_llmeval.tools.broker import ToolBroker
 
 T = TypeVar("T")
@@ -324,7 +324,7 @@ class Dispatcher:
         try:
             return await within(self._judged(case, transcript), left)
         except asyncio.TimeoutError:
-            from pytest_llmeval.engine.judge import audit
+            from pytest_llmeval.engine.judge_model import audit
 
             problem = (
                 f"the judge timed out after {self.timeout_s:g}s (--llmeval-timeout covers the "
@@ -336,7 +336,7 @@ class Dispatcher:
     async def _judged(self, case: EvalCase, transcript: Transcript) -> Transcript:
         """``transcript`` with the judge's verdict on it (a judge error is raised)."""
         assert case.judge is not None
-        from pytest_llmeval.engine.judge import JudgeError, audit
+        from pytest_llmeval.engine.judge_model import JudgeError, audit
 
         judge = self.services.judge
         if judge is None:

@@ -61,6 +61,7 @@ from pytest_llmeval.limits.core import (
     Ticket,
 )
 from pytest_llmeval.limits.ledger import RemoteLedger, SpendLedger
+from pytest_llmeval.limits.process_limits import SessionLimits
 from pytest_llmeval.limits.rates import (
     RATE_FORM,
     RateLimit,
@@ -69,7 +70,6 @@ from pytest_llmeval.limits.rates import (
     usage_tokens,
 )
 from pytest_llmeval.limits.server import LimitServer
-from pytest_llmeval.limits.session import SessionLimits
 
 __all__ = [
     "DECREASE",

@@ -35,8 +35,8 @@ from pytest_llmeval.core.models import BudgetSkip
 from pytest_llmeval.engine.dispatch import Dispatcher
 from pytest_llmeval.limits import RemoteLedger
 from pytest_llmeval.limits.ledger import Totals
+from pytest_llmeval.plugin.case_records import CaseRecord, CaseRecords
 from pytest_llmeval.plugin.compat import skip_at_item
-from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
 from pytest_llmeval.rundir.journal import every_result
 
 __all__ = ["Budget", "keep_first_per_file", "spent_before"]

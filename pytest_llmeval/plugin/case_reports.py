@@ -31,8 +31,8 @@ import pytest
 from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.models import Transcript
 from pytest_llmeval.plugin import worker_wire as wire
+from pytest_llmeval.plugin.case_records import CaseRecord
 from pytest_llmeval.plugin.collect import EvalItem
-from pytest_llmeval.plugin.records import CaseRecord
 
 __all__ = ["adjust", "is_scored_miss", "teststatus", "unhide_error"]
 
@@ -97,7 +97,7 @@ def _first_line(report: pytest.TestReport) -> str:
 
 def _mark_scored_error(report: pytest.TestReport, record: CaseRecord | None) -> None:
     """Say on the call report of a case that errored while it was scored that it did: the
-    report carries no result itself (:mod:`pytest_llmeval.plugin.records`), and pytest asks
+    report carries no result itself (:mod:`pytest_llmeval.plugin.case_records`), and pytest asks
     for a report's status again when it writes its short summary."""
     if report.when != "call" or report.outcome != "failed":
         return  # only a failed call can have errored while it was scored

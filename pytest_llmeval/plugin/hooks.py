@@ -39,7 +39,7 @@ from pytest_llmeval.plugin.process_end import frozen_key, session_key, sigterm_k
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.resume import Resume, resume_key
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
-from pytest_llmeval.plugin.session import SessionReport, session_report_key
+from pytest_llmeval.plugin.session_report import SessionReport, session_report_key
 from pytest_llmeval.plugin.session_terminal import SessionTerminal
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.plugin.stop import Stop, stop_key

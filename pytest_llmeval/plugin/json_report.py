@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_llmeval.plugin.session import SessionReport
+    from pytest_llmeval.plugin.session_report import SessionReport
 
 __all__ = ["JsonReportSection", "llmeval_section"]
 

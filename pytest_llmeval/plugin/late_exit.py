@@ -2,7 +2,7 @@
 
 The session writes its verdict as its own ``pytest_sessionfinish`` ends, and writes it again
 when something after that changes the exit status (:meth:`SessionReport.record_late
-<pytest_llmeval.plugin.session.SessionReport.record_late>`). pytest can still end the process
+<pytest_llmeval.plugin.session_report.SessionReport.record_late>`). pytest can still end the process
 differently after that point, in ways no hook of the session is told about:
 
 * a ``pytest_terminal_summary`` that raises: pytest's terminal reporter calls that hook in
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmeval.plugin.session import SessionReport
+from pytest_llmeval.plugin.session_report import SessionReport
 
 __all__ = ["late_exit_key", "note_error", "settle"]
 

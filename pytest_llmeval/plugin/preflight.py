@@ -37,7 +37,7 @@ import pytest
 
 from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
-from pytest_llmeval.engine.services import check_embedder
+from pytest_llmeval.engine.case_services import check_embedder
 from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.budget import Budget

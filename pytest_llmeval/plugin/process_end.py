@@ -11,7 +11,7 @@ import pytest
 
 from pytest_llmeval.plugin import preflight, running_marks
 from pytest_llmeval.plugin.late_exit import settle
-from pytest_llmeval.plugin.session import session_report_key
+from pytest_llmeval.plugin.session_report import session_report_key
 from pytest_llmeval.plugin.state import state_key
 from pytest_llmeval.plugin.termination import SigtermHandler
 

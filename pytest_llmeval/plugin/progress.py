@@ -25,8 +25,8 @@ from pytest_llmeval.config.pricing import Spend
 from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.models import BudgetSkip, CaseResult
 from pytest_llmeval.plugin import worker_wire as wire
+from pytest_llmeval.plugin.case_records import CaseRecords
 from pytest_llmeval.plugin.compat import terminal_at_line_start
-from pytest_llmeval.plugin.records import CaseRecords
 
 __all__ = ["BUDGET_EXIT_STATUS", "Progress", "duration", "progress_line", "results_cost"]
 

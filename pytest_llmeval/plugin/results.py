@@ -34,7 +34,7 @@ from pytest_llmeval.core.models import (
 )
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.core.repeats import summary
-from pytest_llmeval.plugin.records import CaseRecord, CaseRecords
+from pytest_llmeval.plugin.case_records import CaseRecord, CaseRecords
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.base import SuiteRegistry
 

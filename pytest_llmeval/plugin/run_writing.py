@@ -43,7 +43,7 @@ class Written:
 
 class SessionOutcome(Protocol):
     """The session report as the writing sees it: what it collected, and where the writing
-    keeps what it did (:class:`~pytest_llmeval.plugin.session.SessionReport`)."""
+    keeps what it did (:class:`~pytest_llmeval.plugin.session_report.SessionReport`)."""
 
     state: LLMEvalState
     interruption: Interruption

@@ -1,6 +1,6 @@
 """The session's ``llmeval`` section of the terminal summary: the totals, the gates and the
 verdict, each error message once, what a resume reused, where the run dir is, and every
-fault the session found; read from the :class:`~pytest_llmeval.plugin.session.SessionReport`
+fault the session found; read from the :class:`~pytest_llmeval.plugin.session_report.SessionReport`
 once it has written the run dir."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from pytest_llmeval.plugin.session import SessionReport
+from pytest_llmeval.plugin.session_report import SessionReport
 
 __all__ = ["SessionTerminal"]
 

@@ -28,19 +28,19 @@ from pytest_llmeval.config.settings import OPTIONS, Settings
 from pytest_llmeval.core.errors import ConfigError, RunDirError
 from pytest_llmeval.core.log_redaction import redact_logs
 from pytest_llmeval.core.redact import Redactor
+from pytest_llmeval.engine.case_services import RepeatPolicy
 from pytest_llmeval.engine.dispatch import Dispatcher
-from pytest_llmeval.engine.services import RepeatPolicy
 from pytest_llmeval.inputs.manifest import ManifestIndex
 from pytest_llmeval.limits import SessionLimits
 from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin import worker_wire as wire
+from pytest_llmeval.plugin.case_records import CaseRecords
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
+from pytest_llmeval.plugin.judge_builder import case_services
 from pytest_llmeval.plugin.marks import CaseMarks
-from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.results import ResultBuilder
 from pytest_llmeval.plugin.runner_model import RunnerModel
-from pytest_llmeval.plugin.services import case_services
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir

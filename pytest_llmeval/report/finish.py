@@ -25,7 +25,7 @@ from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.exit_status import ExitFacts, cases_failed, exit_status, replayed_status
 from pytest_llmeval.report.html.header import RunFacts
 from pytest_llmeval.report.verdict import Fault, Verdict, gather_gates, judge
-from pytest_llmeval.rundir.comparison import BaselineDiff
+from pytest_llmeval.rundir.baseline_diff import BaselineDiff
 from pytest_llmeval.rundir.models import Interrupted, Report, RunVerdict
 
 __all__ = ["Finished", "RunEnd", "finish", "record", "status"]

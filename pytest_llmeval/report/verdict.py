@@ -21,7 +21,7 @@ from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError, FingerprintMismatch
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import Manifest
-from pytest_llmeval.report.baseline.compare import diff
+from pytest_llmeval.report.baseline.diff import diff
 from pytest_llmeval.report.baseline.file import Baseline, BaselineCase
 from pytest_llmeval.report.gates import (
     TOTALS,
@@ -30,7 +30,7 @@ from pytest_llmeval.report.gates import (
     suite_gate_results,
 )
 from pytest_llmeval.report.manifest_gates import GateSpecError, manifest_gates
-from pytest_llmeval.rundir.comparison import BaselineDiff
+from pytest_llmeval.rundir.baseline_diff import BaselineDiff
 from pytest_llmeval.rundir.models import Gate, GateResult, GatesSection, Report
 
 __all__ = [

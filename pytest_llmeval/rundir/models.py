@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from pytest_llmeval.rundir.comparison import BaselineDiff
+from pytest_llmeval.rundir.baseline_diff import BaselineDiff
 
 __all__ = [
     "REPORT_VERSION",

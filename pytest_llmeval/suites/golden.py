@@ -39,7 +39,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
+from pytest_llmeval.suites.row_reading import head_rows, iter_cases, read_records
 
 Scorer = Callable[[str, dict[str, Any]], float]
 """A scorer takes the response and the case's ``expect`` and returns a score in [0, 1]."""

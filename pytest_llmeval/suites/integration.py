@@ -63,7 +63,7 @@ from pytest_llmeval.suites.integration_metrics import (
     aggregate,
     gate_line,
 )
-from pytest_llmeval.suites.records import iter_cases
+from pytest_llmeval.suites.row_reading import iter_cases
 
 HEADER = "__header__"
 BEHAVIOURS = ("normal", "no_tool", "decline", "retry")

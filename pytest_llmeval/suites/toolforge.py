@@ -34,7 +34,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import head_rows, is_envelope, iter_cases, read_records
+from pytest_llmeval.suites.row_reading import head_rows, is_envelope, iter_cases, read_records
 from pytest_llmeval.suites.toolforge_console import format_console_summary
 
 _LIST_FIELDS = ("toolsCalled", "toolsNotCalled", "responseContains", "responseNotContains")

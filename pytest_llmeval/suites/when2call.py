@@ -83,7 +83,7 @@ from pytest_llmeval.suites.base import (
     row_fingerprint,
 )
 from pytest_llmeval.suites.fields import RowReader
-from pytest_llmeval.suites.records import head_rows, iter_cases, read_records
+from pytest_llmeval.suites.row_reading import head_rows, iter_cases, read_records
 from pytest_llmeval.suites.when2call_harmony import load_encoding
 from pytest_llmeval.suites.when2call_metrics import (
     LABELS,

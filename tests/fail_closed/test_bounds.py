@@ -24,8 +24,8 @@ import pytest
 
 from pytest_llmeval.core.models import EvalCase
 from pytest_llmeval.core.shards import worker_of
+from pytest_llmeval.engine.case_services import CaseServices
 from pytest_llmeval.engine.dispatch import Dispatcher
-from pytest_llmeval.engine.services import CaseServices
 from pytest_llmeval.limits import LimitServer, RemoteLedger, SpendLedger
 from pytest_llmeval.limits.ledger import Totals
 from pytest_llmeval.testing.openai_server import OpenAIServer

@@ -13,7 +13,7 @@ import pytest
 from pytest_llmeval.core.clip import marker
 from pytest_llmeval.core.models import EvalCase, Message, ToolCall, Transcript
 from pytest_llmeval.core.redact import MASK, Redactor
-from pytest_llmeval.plugin.records import CaseRecords
+from pytest_llmeval.plugin.case_records import CaseRecords
 from pytest_llmeval.plugin.results import MAX_MESSAGES, TEXT_LIMIT, ResultBuilder
 from pytest_llmeval.rundir.journal import Journal
 from pytest_llmeval.suites.builtin import builtin_suites

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_llmeval.core.errors import ConfigError, FingerprintMismatch, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
-from pytest_llmeval.report.baseline.compare import diff, mcnemar_exact_p
+from pytest_llmeval.report.baseline.diff import diff, mcnemar_exact_p
 from pytest_llmeval.report.baseline.file import (
     BASELINE_VERSION,
     Baseline,
@@ -30,7 +30,7 @@ from pytest_llmeval.report.gates import (
     parse_gate,
     parse_gate_spec,
 )
-from pytest_llmeval.rundir.comparison import BaselineDiff
+from pytest_llmeval.rundir.baseline_diff import BaselineDiff
 
 RUNNER = "f" * 64
 DATASET = "d" * 64

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.console import NO_GATES
-from pytest_llmeval.rundir.comparison import BaselineDiff, GateChange
+from pytest_llmeval.rundir.baseline_diff import BaselineDiff, GateChange
 from pytest_llmeval.rundir.models import GateStatus
 from tests.conftest import write_json
 

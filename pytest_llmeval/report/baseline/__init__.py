@@ -5,12 +5,12 @@ The feature is three modules, one job each:
 * :mod:`~pytest_llmeval.report.baseline.file`: the baseline file format (reading a run dir or
   a baseline file, writing one, the :class:`~pytest_llmeval.report.baseline.file.BaselineCase`
   every side of the diff is made of);
-* :mod:`~pytest_llmeval.report.baseline.compare`: the diff with its statistics (alignment,
+* :mod:`~pytest_llmeval.report.baseline.diff`: the diff with its statistics (alignment,
   flips, McNemar, metric and gate deltas);
 * :mod:`~pytest_llmeval.report.baseline.render`: its text (the terminal lines, the Markdown
   section of ``summary.md`` and of pull-request comments).
 
-The models the diff writes into ``report.json`` are in :mod:`pytest_llmeval.rundir.comparison`.
+The models the diff writes into ``report.json`` are in :mod:`pytest_llmeval.rundir.baseline_diff`.
 
 Cases are aligned by node id, else by ``(file, case_id)`` when exactly one unmatched case on
 each side has that pair (a renamed manifest keeps its cases). The comparison is case by case:
@@ -27,7 +27,7 @@ each side has that pair (a renamed manifest keeps its cases). The comparison is 
   never make the run incomparable: adding or editing a case needs no new baseline.
 
 Only what judges every case makes the whole run incomparable
-(:data:`~pytest_llmeval.report.baseline.compare.FINGERPRINT_KEYS`): the runner (the report's
+(:data:`~pytest_llmeval.report.baseline.diff.FINGERPRINT_KEYS`): the runner (the report's
 ``runner_fingerprint``, and each unchanged case's own), and the scorers, which ship with the
 plugin (``plugin_version``). Then the diff is refused unless
 ``--llmeval-baseline-allow-mismatch``. A changed data file (``dataset_sha256``), tool registry

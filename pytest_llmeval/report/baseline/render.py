@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import get_args
 
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text, one_line
-from pytest_llmeval.report.baseline.compare import CASE_SET_KINDS, short_value
+from pytest_llmeval.report.baseline.diff import CASE_SET_KINDS, short_value
 from pytest_llmeval.report.gates import TOTALS, format_number
-from pytest_llmeval.rundir.comparison import (
+from pytest_llmeval.rundir.baseline_diff import (
     FLIP_KINDS,
     BaselineDiff,
     CaseChange,

@@ -17,10 +17,10 @@ from pytest_llmeval.core.errors import ConfigError, LLMEvalError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.redact import find_leaks
 from pytest_llmeval.plugin import worker_wire as wire
+from pytest_llmeval.plugin.case_records import CaseRecord
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.gate_reports import gate_test_reports, log_gate_reports
 from pytest_llmeval.plugin.interruption import Interruption, crashed_result
-from pytest_llmeval.plugin.records import CaseRecord
 from pytest_llmeval.plugin.resume import Resume
 from pytest_llmeval.plugin.run_writing import Written, write_run
 from pytest_llmeval.plugin.selection import deselections_key

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.markdown import md_cell, md_code, md_text
-from pytest_llmeval.report.baseline.compare import diff
+from pytest_llmeval.report.baseline.diff import diff
 from pytest_llmeval.report.baseline.file import Baseline, BaselineCase, subset_of
 from pytest_llmeval.report.headlines import Headline, format_headline, headlines
 from pytest_llmeval.report.history import run_summary, runner_text, started_text

@@ -1,4 +1,4 @@
-"""Render compare.html: a :class:`~pytest_llmeval.report.compare.Comparison` into
+"""Render compare.html: a :class:`~pytest_llmeval.report.run_matrix.Comparison` into
 ``templates/compare.html.j2``, with ``templates/compare.css`` inlined.
 
 The page is static and self-contained: no script (its Content-Security-Policy allows none),
@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmeval.report.compare import (
+from pytest_llmeval.report.headlines import Headline, format_value
+from pytest_llmeval.report.html.render import environment
+from pytest_llmeval.report.run_matrix import (
     MARKER,
     CaseCell,
     Comparison,
@@ -19,8 +21,6 @@ from pytest_llmeval.report.compare import (
     outcome_text,
     p_text,
 )
-from pytest_llmeval.report.headlines import Headline, format_value
-from pytest_llmeval.report.html.render import environment
 
 if TYPE_CHECKING:
     pass

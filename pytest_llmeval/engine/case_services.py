@@ -22,7 +22,7 @@ from pytest_llmeval.core.models import EvalCase
 
 if TYPE_CHECKING:
     from pytest_llmeval.engine.embeddings import CachedEmbedder
-    from pytest_llmeval.engine.judge import Judge
+    from pytest_llmeval.engine.judge_model import Judge
 
 __all__ = ["CaseServices", "RepeatPolicy", "check_embedder", "make_embedder"]
 

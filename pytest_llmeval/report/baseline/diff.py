@@ -20,7 +20,7 @@ from pytest_llmeval.report.baseline.file import (
     BaselineError,
 )
 from pytest_llmeval.report.gates import TOTALS, flatten_metrics, is_metric
-from pytest_llmeval.rundir.comparison import (
+from pytest_llmeval.rundir.baseline_diff import (
     FLIP_KINDS,
     BaselineDiff,
     CaseChange,

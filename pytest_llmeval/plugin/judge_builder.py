@@ -2,7 +2,7 @@
 
 The judge's runner comes from the same registry as the agent's (the runners the plugins
 register through ``pytest_llmeval_register_runners``), so only the pytest side can build it;
-the engine's :class:`~pytest_llmeval.engine.services.CaseServices` is handed
+the engine's :class:`~pytest_llmeval.engine.case_services.CaseServices` is handed
 :func:`judge_factory` and calls it once collection found eval items.
 """
 
@@ -16,11 +16,11 @@ import pytest
 from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.redact import Redactor
-from pytest_llmeval.engine.services import CaseServices, RepeatPolicy, make_embedder
+from pytest_llmeval.engine.case_services import CaseServices, RepeatPolicy, make_embedder
 from pytest_llmeval.limits import Limiter
 
 if TYPE_CHECKING:
-    from pytest_llmeval.engine.judge import Judge
+    from pytest_llmeval.engine.judge_model import Judge
 
 __all__ = ["case_services", "judge_factory"]
 
@@ -34,7 +34,7 @@ def judge_factory(
         return None
 
     def build() -> Judge:
-        from pytest_llmeval.engine.judge import Judge
+        from pytest_llmeval.engine.judge_model import Judge
         from pytest_llmeval.runners.registry import RunnerRegistry
 
         registry = RunnerRegistry(limiter=limiter)

@@ -3,7 +3,7 @@
 :class:`Interruption` (registered where results arrive: the controller, or a run without
 xdist) notes the eval cases the session was to run and why it stopped early, if it did:
 ``-x``/``--maxfail``, Ctrl-C, SIGTERM or SIGHUP (:mod:`pytest_llmeval.plugin.termination`),
-``pytest.exit()`` or a spent budget. At the end, :meth:`Interruption.judge` compares those cases
+``pytest.exit()`` or a spent budget. At the end, :meth:`Interruption.tally` compares those cases
 with the results that arrived: a run in which some case has no result, or a budget skipped some,
 was cut short, whatever the reason (xdist giving up on crashed workers leaves cases unrun too).
 The report and manifest then carry ``interrupted`` and the cases left out are counted in the
@@ -183,7 +183,7 @@ class Interruption:
             self._categories[part] = _file_categories(self.session, path, self.state)
         return self._categories[part].get(nodeid)
 
-    def judge(
+    def tally(
         self, session: pytest.Session, results: Sequence[CaseResult]
     ) -> tuple[Interrupted | None, dict[str, int]]:
         """Whether the run was cut short (``None``: every case ran) and, by suite, its cases

@@ -83,7 +83,7 @@ def write_run(out: SessionOutcome, session: pytest.Session) -> None:
     out.report = report = writer.build(results, out.runners)
     if settings.prices is not None:
         report.totals.cost_usd = results_cost(results, out.runners, settings)
-    interrupted, unrun = out.interruption.judge(session, results)
+    interrupted, unrun = out.interruption.tally(session, results)
     selection = state.config.stash[deselections_key]
     deselected = selection.counts(results) or {}
     # the manifests of the cases collected, and of the earlier results a resume reused

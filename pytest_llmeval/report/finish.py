@@ -24,7 +24,7 @@ from pytest_llmeval.report.baseline.file import Baseline, not_blessed, subset_of
 from pytest_llmeval.report.baseline.render import diff_markdown
 from pytest_llmeval.report.exit_status import ExitFacts, cases_failed, exit_status, replayed_status
 from pytest_llmeval.report.html.header import RunFacts
-from pytest_llmeval.report.verdict import Fault, Verdict, gather_gates, judge
+from pytest_llmeval.report.verdict import Fault, Verdict, gather_gates, weigh
 from pytest_llmeval.rundir.baseline_diff import BaselineDiff
 from pytest_llmeval.rundir.models import Interrupted, Report, RunVerdict
 
@@ -113,7 +113,7 @@ def finish(end: RunEnd) -> Finished:
     report.deselected = dict(end.deselected) if end.deselected is not None else None
     report.interrupted = end.interrupted
     gates, problems = gather_gates(settings, results, end.earlier, end.manifests)
-    verdict = judge(report, results, settings, gates, problems, end.faults, end.baseline)
+    verdict = weigh(report, results, settings, gates, problems, end.faults, end.baseline)
     if report.baseline is None and end.kept_diff is not None:
         # not compared again (the baseline file is gone): the session's comparison stands
         report.baseline = end.kept_diff

@@ -43,9 +43,9 @@ __all__ = [
     "cli_gates",
     "gather_gates",
     "is_broken",
-    "judge",
     "nothing_judged",
     "skipped_under_gates",
+    "weigh",
 ]
 
 GATES_NODE = "llmeval-gates"
@@ -173,7 +173,7 @@ class Verdict:
         return "gates: passed"
 
 
-def judge(
+def weigh(
     report: Report,
     results: Sequence[CaseResult],
     settings: Settings,

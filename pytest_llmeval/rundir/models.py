@@ -1,7 +1,7 @@
 """Typed models of a run dir's JSON files: ``report.json`` (:class:`Report`) and
 ``manifest.json`` (:class:`RunManifest`).
 
-The report is built once (``report.build``), judged once (``report.verdict.judge``) and written
+The report is built once (``report.build``), weighed once (``report.verdict.weigh``) and written
 once (``report.writer``); every reader (``summarize``, ``merge``, baselines, MLflow, the HTML
 page) gets this model back from :func:`pytest_llmeval.rundir.read.read_run`. A suite's section
 is a :class:`SuiteSection`: the counts every suite has, typed, and the suite's own metrics,

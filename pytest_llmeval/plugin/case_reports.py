@@ -30,7 +30,7 @@ import pytest
 
 from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.models import Transcript
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.records import CaseRecord
 
 __all__ = ["adjust", "is_scored_miss", "teststatus", "unhide_error"]

@@ -74,7 +74,7 @@ class EvalItem(pytest.Function):
         assert isinstance(parent, pytest.File) and hasattr(parent, "state")
         self.eval_file = cast(CaseFile, parent)
         """The data file this case came from (looked up for every phase: kept, not derived)."""
-        self.state: LLMEvalState = parent.state
+        self.state: LLMEvalState = self.eval_file.state
         """The session's plugin state, the file's."""
         if case is not None and problem is None:  # a suite's ready-built case (GAIA)
             try:

@@ -45,8 +45,8 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.marks import CaseMarks
-from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.phase_results import ResultBuilder
+from pytest_llmeval.plugin.records import CaseRecords
 from pytest_llmeval.plugin.resume_refusals import (
     files_gone,
     model_unread,

@@ -183,6 +183,7 @@ class Dispatcher:
                 if next_job is not None:
                     ahead.append((next_key, next_job))
         with self._lock:
+            future = self._futures.get(key)  # again: stop_ahead() may have dropped it since
             batch = [(key, job)] if future is None else []
             batch += [
                 (next_key, next_job)

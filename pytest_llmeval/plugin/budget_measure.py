@@ -28,7 +28,7 @@ from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.models import BudgetSkip, Transcript
 from pytest_llmeval.plugin.budget import Budget
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.runner_model import model_named
 
 __all__ = ["BudgetMeasure", "no_price", "unpriced_at_start"]

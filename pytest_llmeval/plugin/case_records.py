@@ -3,8 +3,8 @@
 A record is made once per report that carries a case result, and only read afterwards:
 
 * where the case ran, by :meth:`ResultBuilder.attach
-  <pytest_llmeval.plugin.results.ResultBuilder.attach>` while pytest makes the report (or by the
-  session reporter for the case an xdist worker died under);
+  <pytest_llmeval.plugin.phase_results.ResultBuilder.attach>` while pytest makes the report (or
+  by the session reporter for the case an xdist worker died under);
 * on the xdist controller, as the worker's report is logged: the worker sends the record's
   journal line beside the serialized report (``pytest_report_to_serializable``), the controller
   takes it off as xdist rebuilds the report (``pytest_report_from_serializable``) and makes the

@@ -32,7 +32,7 @@ from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.models import Transcript
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.case_records import CaseRecord
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 
 __all__ = ["adjust", "is_scored_miss", "teststatus", "unhide_error"]
 

@@ -13,8 +13,8 @@ import pytest
 
 from pytest_llmeval.plugin import case_reports
 from pytest_llmeval.plugin import worker_wire as wire
-from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY
 from pytest_llmeval.plugin.state import state_key
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_llmeval.core.errors import CaseFileError, ConfigError
 from pytest_llmeval.inputs.manifest import Manifest
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.report.gates import TOTALS, parse_gate

@@ -28,9 +28,10 @@ from pytest_llmeval.plugin import (
 from pytest_llmeval.plugin.budget import Budget, keep_first_per_file, spent_before
 from pytest_llmeval.plugin.budget_measure import BudgetMeasure
 from pytest_llmeval.plugin.captured_output import CapturedOutputMask
-from pytest_llmeval.plugin.collect import EvalFile, EvalItem, case_fingerprint
+from pytest_llmeval.plugin.collect import EvalFile
 from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
+from pytest_llmeval.plugin.eval_item import EvalItem, case_fingerprint
 from pytest_llmeval.plugin.eval_roots import EvalRoots, eval_roots_key
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection

@@ -32,7 +32,8 @@ from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.inputs.manifest import SUFFIX
 from pytest_llmeval.inputs.regular import not_regular
 from pytest_llmeval.plugin import worker_wire as wire
-from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalFile, EvalItem, display_path
+from pytest_llmeval.plugin.collect import HEAD_BYTES, EvalFile, display_path
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.selection import deselections_key
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.plugin.termination import Terminated

@@ -84,6 +84,8 @@ class RunAhead:
         defs = item.session_fixtures()
 
         def lookup(position: int) -> Job | None:
+            """The job at ``position`` (its case built here from its row): the dispatcher
+            asks for it without holding its lock."""
             other = self._order[position]
             if other.case is None or other.case.skip_reason or other.session_fixtures() != defs:
                 return None

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.core.errors import CaseFileError
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.state import LLMEvalState
 from pytest_llmeval.runners.endpoint_hints import LOGLIK_FIXES
 

@@ -42,12 +42,12 @@ from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
-from pytest_llmeval.plugin.collect import EvalItem
 from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.gate_checks import check_gates, check_something_decides
 from pytest_llmeval.plugin.loglik_probe import check_loglik_endpoint
-from pytest_llmeval.plugin.results import agent_fingerprint
+from pytest_llmeval.plugin.phase_results import agent_fingerprint
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 
 __all__ = [

@@ -22,7 +22,7 @@ import pytest
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.core.shards import in_shard
 from pytest_llmeval.plugin import worker_wire as wire
-from pytest_llmeval.plugin.collect import EvalItem
+from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.resume import Resume
 from pytest_llmeval.plugin.state import LLMEvalState
 

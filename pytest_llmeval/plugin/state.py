@@ -39,7 +39,7 @@ from pytest_llmeval.plugin.compat import rootdir_without
 from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.judge_builder import case_services
 from pytest_llmeval.plugin.marks import CaseMarks
-from pytest_llmeval.plugin.results import ResultBuilder
+from pytest_llmeval.plugin.phase_results import ResultBuilder
 from pytest_llmeval.plugin.runner_model import RunnerModel
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target

@@ -111,3 +111,37 @@ def test_close_cancels_what_is_still_running(tmp_path: Path) -> None:
     _transcript(dispatcher, jobs, "case0")  # the slow ones are in flight behind it
     dispatcher.close()  # cancels them: had it waited for them, they would have finished
     assert agent.finished == ["case0"]
+
+
+def test_the_jobs_ahead_are_asked_for_without_the_dispatchers_lock(tmp_path: Path) -> None:
+    """The lookup is the plugin's code (it builds the next cases): the dispatcher must not
+    hold its lock while it runs, or a lookup that reaches the dispatcher (here: a budget
+    reached while the next cases are built stops the run-ahead) would wait on itself."""
+    agent = SlowAgent(0.01)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    asked: list[int] = []
+
+    def lookup(position: int) -> Job | None:
+        asked.append(position)
+        if len(asked) == 1:
+            dispatcher.stop_ahead()  # takes the dispatcher's lock
+        return jobs[KEYS[position]]
+
+    answers: list[str] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(
+            dispatcher.transcript("case0", jobs["case0"], lookup).response
+        ),
+        daemon=True,
+    )
+    try:
+        caller.start()
+        caller.join(timeout=10)
+        assert not caller.is_alive(), "the lookup waited on the dispatcher's own lock"
+        assert answers == ["answer case0"]
+        assert asked == [1, 2, 3, 4]  # the window: 2 * concurrency positions
+        assert agent.finished == ["case0"]  # stopped ahead in between: nothing ahead started
+    finally:
+        if not caller.is_alive():
+            dispatcher.close()

@@ -13,9 +13,7 @@ import pytest
 from pytest_llmeval.core.clip import marker
 from pytest_llmeval.core.models import EvalCase, Message, ToolCall, Transcript
 from pytest_llmeval.core.redact import MASK, Redactor
-from pytest_llmeval.plugin.case_records import CaseRecords
-from pytest_llmeval.plugin.results import MAX_MESSAGES, TEXT_LIMIT, ResultBuilder
-from pytest_llmeval.rundir.journal import Journal
+from pytest_llmeval.report.case_view import MAX_MESSAGES, TEXT_LIMIT, CaseView
 from pytest_llmeval.suites.builtin import builtin_suites
 from tests.conftest import read_jsonl, write_json
 
@@ -193,9 +191,8 @@ def test_xdist_and_shards_keep_the_fields(
 # -- unit: the shapes ---------------------------------------------------------------------------
 
 
-def _builder(tmp_path: Path) -> ResultBuilder:
-    journal = Journal(tmp_path, 1, "main")
-    return ResultBuilder(builtin_suites(), Redactor(), journal, CaseRecords())
+def _view(tmp_path: Path) -> CaseView:
+    return CaseView(builtin_suites(), Redactor())
 
 
 def _case(**fields: Any) -> EvalCase:
@@ -208,7 +205,7 @@ def test_a_long_conversation_keeps_its_ends_around_a_count(tmp_path: Path) -> No
         Message(role="assistant" if i % 2 else "tool", content=str(i)) for i in range(100)
     ]
     case = _case(messages=messages[:1])
-    shown = _builder(tmp_path).shown_transcript(case, Transcript(messages=messages))
+    shown = _view(tmp_path).shown_transcript(case, Transcript(messages=messages))
     assert shown is not None and len(shown) == MAX_MESSAGES + 1
     half = MAX_MESSAGES // 2
     assert shown[half] == {"omitted": 100 - MAX_MESSAGES}
@@ -219,14 +216,14 @@ def test_a_conversation_not_starting_from_the_input_is_kept_whole(tmp_path: Path
     case = _case(messages=[Message(role="user", content="q")])
     rewritten = [Message(role="system", content="be brief"), Message(role="user", content="q"),
                  Message(role="assistant", content="a")]  # fmt: skip
-    shown = _builder(tmp_path).shown_transcript(case, Transcript(messages=rewritten))
+    shown = _view(tmp_path).shown_transcript(case, Transcript(messages=rewritten))
     assert [m["role"] for m in shown or []] == ["system", "user", "assistant"]
-    assert _builder(tmp_path).shown_transcript(case, Transcript(messages=rewritten[1:2])) is None
+    assert _view(tmp_path).shown_transcript(case, Transcript(messages=rewritten[1:2])) is None
 
 
 def test_a_secret_across_the_cut_is_masked_not_halved(tmp_path: Path) -> None:
     text = "y" * (TEXT_LIMIT - 6) + " " + SECRET + " " + "z" * 10
-    shown = _builder(tmp_path)._text(text)
+    shown = _view(tmp_path)._text(text)
     assert SECRET[:5] not in shown and shown.endswith(marker(len(text) - len(SECRET) + len(MASK)))
 
 
@@ -236,14 +233,14 @@ def test_long_arguments_and_expectations_become_clipped_redacted_json(tmp_path: 
         messages=[Message(role="user", content="q")],
         expect={"expected_output": "", "keywords": [], "big": list(range(5000)), "flag": False},
     )
-    builder = _builder(tmp_path)
-    shown = builder._call(call)["arguments"]
+    view = _view(tmp_path)
+    shown = view._call(call)["arguments"]
     assert isinstance(shown, str) and shown.startswith('{"api_key": "[REDACTED]"')
     assert shown.endswith(" characters in all]")
-    expected = builder.shown_expected(case)
+    expected = view.shown_expected(case)
     assert expected is not None and set(expected) == {"big", "flag"}  # empties left out
     assert isinstance(expected["big"], str) and expected["flag"] is False
-    assert builder.shown_expected(_case()) is None
+    assert view.shown_expected(_case()) is None
 
 
 def test_a_choice_case_shows_its_context_and_options(tmp_path: Path) -> None:
@@ -255,14 +252,14 @@ def test_a_choice_case_shows_its_context_and_options(tmp_path: Path) -> None:
         choices=ChoiceTask(context="Q: q\nA:", continuations=[" a", " b"]),
         expect={"label": "direct"},
     )
-    builder = _builder(tmp_path)
-    assert builder.shown_input(case) == [
+    view = _view(tmp_path)
+    assert view.shown_input(case) == [
         {"role": "user", "content": "q"},
         {"role": "context", "content": "Q: q\nA:"},
         {"role": "option", "content": " a"},
         {"role": "option", "content": " b"},
     ]
-    assert builder.shown_expected(case) == {"label": "direct"}
+    assert view.shown_expected(case) == {"label": "direct"}
 
 
 def test_results_written_before_the_fields_still_read() -> None:
@@ -319,7 +316,7 @@ def test_an_error_row_keeps_its_input_and_expectation(pytester: pytest.Pytester)
 def test_a_long_answer_is_kept_clipped_with_its_full_length(pytester: pytest.Pytester) -> None:
     """results.jsonl keeps a model's answer up to RESPONSE_CHARS, then the marker;
     scoring saw the whole answer."""
-    from pytest_llmeval.plugin.results import RESPONSE_CHARS
+    from pytest_llmeval.report.case_view import RESPONSE_CHARS
     from tests.conftest import answering_runner
 
     pytester.makeconftest(answering_runner("long", 'text == "long"', '"y" * 150_000 + "END"'))

@@ -32,6 +32,10 @@ LONG_MODULES: dict[str, str] = {
 }
 """The modules allowed past :data:`MAX_LINES` (paths under the package), each with its reason."""
 
+PLUGIN_MAX_LINES = 350
+"""The pytest side is a set of feature plugins, one job each, as pytest's own modules are: no
+module of ``plugin/`` is longer than this, and none may be listed in :data:`LONG_MODULES`."""
+
 
 def test_import_contracts_hold() -> None:
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
@@ -61,6 +65,15 @@ def test_only_the_listed_modules_are_long() -> None:
     f"reason in LONG_MODULES): {', '.join(unlisted)}"
     stale = sorted(set(LONG_MODULES) - set(long))
     assert not stale, f"listed in LONG_MODULES but not (or no longer) long: {', '.join(stale)}"
+
+
+def test_every_plugin_module_is_one_feature_of_at_most_350_lines() -> None:
+    long = [
+        f"{path.name} ({lines} lines)"
+        for path in sorted((PACKAGE / "plugin").glob("*.py"))
+        if (lines := path.read_text(encoding="utf-8").count("\n")) > PLUGIN_MAX_LINES
+    ]
+    assert not long, f"plugin/ modules over {PLUGIN_MAX_LINES} lines (split them by job): {long}"
 
 
 def test_base_layer_imports_without_pytest() -> None:

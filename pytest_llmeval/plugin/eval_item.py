@@ -172,7 +172,7 @@ class EvalItem(pytest.Function):
             if other is not None:
                 raise RunnerError(other, kind="agent")
         broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
-        self.transcript = self.state.runahead.transcript_for(self, agent, broker)
+        self.transcript = self.state.run_ahead.transcript_for(self, agent, broker)
         fault = transcript_fault(self.transcript)
         if fault is not None:
             raise fault

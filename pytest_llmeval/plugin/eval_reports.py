@@ -60,7 +60,7 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
                 said = (worker, case.metadata[RUNNER_MODEL_KEY])
                 wire.add_facts(report, {"runner_model": said})
         if call.when == "call":
-            state.runahead.judged(item.nodeid)
+            state.run_ahead.judged(item.nodeid)
         record = state.records.of(report)
         case_reports.adjust(item, report, item.transcript, call.excinfo, record)  # time; xfail
         stopped = state.journal.stopped()

@@ -244,7 +244,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
     if runs_no_case(session.config):
         return  # --collect-only, --setup-only, --setup-plan: no case runs, nothing is claimed
-    state.runahead.plan(session.items, _is_eval_item)
+    state.run_ahead.plan(session.items, _is_eval_item)
     if any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
         # the collected items live to the end of the session: the collector need not walk

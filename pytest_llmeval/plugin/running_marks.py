@@ -1,7 +1,7 @@
 """Which agents an xdist worker was running when it died: one byte per collected test, shared.
 
 A worker fed by the hash scheduler runs agents ahead of pytest's item (:mod:`~pytest_llmeval.
-plugin.item_feed`). When one of them kills the worker (``os._exit``, a signal, native code),
+plugin.run_ahead`). When one of them kills the worker (``os._exit``, a signal, native code),
 xdist blames the item pytest was on, which may have been judged already, and not the case
 whose agent was running. So the worker marks, in a file the controller made for it and mapped
 into memory, each case's agent as it starts and ends, and the case once pytest judged it, at

@@ -36,10 +36,10 @@ from pytest_llmeval.plugin import scheduling as sharding
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.case_records import CaseRecords
 from pytest_llmeval.plugin.compat import rootdir_without
-from pytest_llmeval.plugin.item_feed import RunAhead
 from pytest_llmeval.plugin.judge_builder import case_services
 from pytest_llmeval.plugin.marks import CaseMarks
 from pytest_llmeval.plugin.phase_results import ResultBuilder
+from pytest_llmeval.plugin.run_ahead import RunAhead
 from pytest_llmeval.plugin.runner_model import RunnerModel
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
@@ -111,7 +111,7 @@ class LLMEvalState:
         self.dispatcher = Dispatcher(
             settings.concurrency, settings.timeout, workspaces, self.services
         )
-        self.runahead = RunAhead(config, settings, self.dispatcher)
+        self.run_ahead = RunAhead(config, settings, self.dispatcher)
         self.records = CaseRecords()
         """The case result of the report being made or logged (registered as a plugin: it
         carries a worker's results to the xdist controller)."""

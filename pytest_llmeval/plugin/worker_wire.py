@@ -144,12 +144,19 @@ def node_output(node: Any) -> WorkerOutput | None:
     """The controller: what the worker ``node`` said (``None``: nothing, or a worker that
     died before it said anything readable)."""
     sent = getattr(node, "workeroutput", {}).get(KEY)
-    if sent is None:
+    if not isinstance(sent, dict):
         return None
     try:
         return WorkerOutput.model_validate(sent)
-    except ValidationError:
-        return None
+    except ValidationError:  # a field another plugin spoiled: every readable one still counts
+        kept = {}
+        for name, value in sent.items():
+            try:
+                WorkerOutput.model_validate({name: value})
+            except ValidationError:
+                continue
+            kept[name] = value
+        return WorkerOutput.model_validate(kept)
 
 
 # -- reports -------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""The xdist boundary's typed values (plugin/worker_wire.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pytest_llmeval.plugin import worker_wire as wire
+
+
+def test_a_spoiled_field_of_a_workers_output_costs_only_that_field() -> None:
+    node = SimpleNamespace(
+        workeroutput={
+            "llmeval": {
+                "refusal": "resume refused: another runner",
+                "datasets": "not a mapping",
+                "deselected": {"golden": 2},
+            }
+        }
+    )
+    output = wire.node_output(node)
+    assert output is not None
+    assert output.refusal == "resume refused: another runner"
+    assert output.deselected == {"golden": 2}
+    assert output.datasets == {}
+
+
+def test_a_worker_that_said_nothing_gives_nothing() -> None:
+    assert wire.node_output(SimpleNamespace(workeroutput={})) is None
+    assert wire.node_output(SimpleNamespace(workeroutput={"llmeval": ["x"]})) is None
+    assert wire.node_output(SimpleNamespace()) is None
+
+
+def test_report_facts_travel_as_one_plain_mapping() -> None:
+    report = SimpleNamespace()
+    wire.add_facts(report, {"in_flight": 3})
+    wire.add_facts(report, {"refusal": "why"})
+    assert report.llmeval == {"in_flight": 3, "refusal": "why"}
+    assert wire.facts(report) == {"in_flight": 3, "refusal": "why"}
+    assert wire.facts(SimpleNamespace()) == {}

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainSerializer
 
 __all__ = [
+    "BfclTask",
     "BudgetSkip",
     "CaseResult",
     "CaseScore",
@@ -54,6 +55,9 @@ class ToolSpec(_Model):
     """JSON schema of the arguments."""
     version: str | None = None
     """The tool's version, when a registry gives one (tool-forge staleness checks)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Other keys of the function doc, sent beside ``name``, ``description`` and
+    ``parameters`` as they are (a BFCL doc's ``response``)."""
 
 
 class ToolCall(_Model):
@@ -82,6 +86,10 @@ class Message(_Model):
     """For ``role="tool"``: the call this message answers."""
     name: str | None = None
     """For ``role="tool"``: the tool's name."""
+    raw: dict[str, Any] | None = None
+    """The message exactly as an OpenAI-compatible runner must send it, when it must go out
+    verbatim (a BFCL assistant echo keeps every key the server sent, ``refusal: null``
+    included); ``None``: built from the fields above."""
 
 
 MAX_TOKENS = 10**15
@@ -178,6 +186,17 @@ class ChoiceTask(_Model):
     chat endpoint when the scores are not all finite (audited); ``None``: that is an error."""
 
 
+class BfclTask(_Model):
+    """A BFCL item, run the way the official client runs it (``engine/bfcl_agent.py``): one
+    request for a single-turn item, the official turn loop over the simulated backends for a
+    multi-turn one."""
+
+    mode: Literal["fc", "prompt"]
+    """``fc``: the API's tool calling; ``prompt``: the function docs in the system prompt."""
+    item: dict[str, Any]
+    """The BFCL item (``suites.bfcl_rows.BfclItem`` as JSON)."""
+
+
 class JudgeTask(_Model):
     """What a judge model is asked about a case's answer (:mod:`pytest_llmeval.engine.judge`)."""
 
@@ -255,6 +274,9 @@ class EvalCase(_Model):
     choices: ChoiceTask | None = None
     """Set when the case is scored by log-likelihood instead of generation (When2Call
     ``mcq-loglik``): the agent asks the runner to score these continuations."""
+    bfcl: BfclTask | None = None
+    """Set for a BFCL item: the agent runs the official conversation instead of its own loop
+    and keeps every reply as the server sent it (:attr:`Transcript.replies`)."""
     skip_reason: str | None = None
     """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
@@ -302,6 +324,9 @@ class Transcript(_Model):
     """Scores measured by a service after the agent (``semantic_similarity``)."""
     embedding_usage: Usage = Field(default_factory=Usage)
     """Tokens the embeddings endpoint used for ``measures`` (none from the cache)."""
+    replies: list[list[dict[str, Any]]] = Field(default_factory=list)
+    """For a :class:`BfclTask` case: per turn, each model reply's message as the server sent
+    it (``choices[0].message``; rebuilt from the completion for a runner that gives none)."""
     repeats: list[Transcript] = Field(default_factory=list)
     """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
     are those of the first run that did not fail)."""

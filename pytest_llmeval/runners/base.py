@@ -58,6 +58,9 @@ class GenerateRequest(_Model):
     """Tools the model may call."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Per-request decoding overrides (``max_tokens``, ``tool_choice`` ...)."""
+    keep_message: bool = False
+    """Return the server's reply message verbatim in :attr:`Completion.message` (BFCL sends
+    it back as it came and reads each call's raw argument text)."""
 
 
 class Completion(_Model):
@@ -73,6 +76,9 @@ class Completion(_Model):
     """Tokens of this call."""
     latency_ms: float = 0.0
     """Wall time of the call."""
+    message: dict[str, Any] | None = None
+    """The reply message exactly as the server sent it, when the request asked for it
+    (:attr:`GenerateRequest.keep_message`) and the runner has one."""
 
 
 class AgentResponse(_Model):

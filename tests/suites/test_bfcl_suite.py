@@ -33,6 +33,7 @@ MT_DATA = DATA / "multi_turn"
 def _multi_turn_items(folder: Path) -> dict[str, BfclItem]:
     return {item.id: item for item in read_data(folder, select_categories(folder, None)).items}
 
+
 needs_package = pytest.mark.skipif(
     package_dir() is None, reason="needs `pip install --no-deps bfcl-eval==2026.3.23`"
 )
@@ -42,12 +43,12 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (VECTORS / name).read_text("utf-8").splitlines()]
 
 
-def _project(
-    pytester: pytest.Pytester, manifests: dict[str, str], data: Path = DATA
-) -> None:
+def _project(pytester: pytest.Pytester, manifests: dict[str, str], data: Path = DATA) -> None:
     shutil.copytree(data, pytester.path / "bfcl_data", dirs_exist_ok=True)
     if data != DATA:
-        shutil.copytree(DATA / "multi_turn_func_doc", pytester.path / "bfcl_data" / "multi_turn_func_doc")
+        shutil.copytree(
+            DATA / "multi_turn_func_doc", pytester.path / "bfcl_data" / "multi_turn_func_doc"
+        )
     for name, text in manifests.items():
         (pytester.path / f"{name}.llmeval.yaml").write_text(text, encoding="utf-8")
 
@@ -329,9 +330,9 @@ def test_a_gate_on_a_category_accuracy_decides_the_run(pytester: pytest.Pytester
     assert section["categories"]["simple_python"]["accuracy"] == 0.0
     assert section["simple"]["accuracy"] is None  # java and javascript were not run
     assert section["simple"]["missing"] == ["simple_java", "simple_javascript"]
-    gates = {g["name"]: g["status"] for g in report["gates"]}
+    gates = {g["gate"]["name"]: g["status"] for g in report["gates"]["results"]}
     assert gates == {"bfcl.categories.simple_python.accuracy>=0.9": "failed"}
-    result.stdout.fnmatch_lines(["*bfcl g.llmeval.yaml*simple_python 0.00%*"])
+    result.stdout.fnmatch_lines(["bfcl bfcl_data (fc)", "  simple_python 0.00% (0/13)"])
 
 
 def test_a_gate_on_an_unknown_group_is_refused_before_any_case(pytester: pytest.Pytester) -> None:
@@ -340,5 +341,19 @@ def test_a_gate_on_an_unknown_group_is_refused_before_any_case(pytester: pytest.
     assert result.ret == 4
 
 
-def _item(item_id: str) -> BfclItem:
-    return ITEMS[item_id]
+@needs_package
+def test_xdist_gives_the_same_verdicts(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytest.importorskip("tree_sitter")
+    chosen = {k: v for k, v in _single_round(1).items() if k[1] == "fc"}
+    scripts = {}
+    for key, vector in chosen.items():
+        output = vector["output"]
+        reply = {"tool_calls": output} if isinstance(output, list) else {"text": output}
+        scripts[key] = [_message(reply, 0)]
+    _project(pytester, {"fc": _manifest("fc", sorted(i for i, _ in chosen))})
+    _run(pytester, Brain(scripts), "-n", "2")
+    results = _results(pytester)
+    assert {k: r["outcome"] == "passed" for k, r in results.items()} == {
+        k: v["valid"] for k, v in chosen.items()
+    }

@@ -11,7 +11,15 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainSerializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 __all__ = [
     "BfclTask",
@@ -44,8 +52,27 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ToolSpec(_Model):
+class _Quiet(_Model):
+    """A model whose fields named in ``_QUIET`` are left out of its dumps while they hold
+    their default: fields added for one suite (BFCL's verbatim messages) change no dump,
+    fingerprint or recording of the others."""
+
+    _QUIET: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_quiet_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        body = handler(self)
+        if isinstance(body, dict):
+            for name in self._QUIET:
+                if name in body and not body[name]:
+                    del body[name]
+        return body
+
+
+class ToolSpec(_Quiet):
     """A tool offered to the model, in OpenAI function form."""
+
+    _QUIET = ("extra",)
 
     name: str
     """The tool's name as the model must call it (``get_weather``, ``web.search``)."""
@@ -73,8 +100,10 @@ class ToolCall(_Model):
     """The raw argument text when it was not a JSON object; ``arguments`` is then empty."""
 
 
-class Message(_Model):
+class Message(_Quiet):
     """One chat message."""
+
+    _QUIET = ("raw",)
 
     role: Literal["system", "user", "assistant", "tool"]
     """Who speaks."""
@@ -233,8 +262,10 @@ class Judgement(_Model):
     the first), to tell the judge's variance from the model's."""
 
 
-class EvalCase(_Model):
+class EvalCase(_Quiet):
     """One eval case, whatever suite it comes from."""
+
+    _QUIET = ("bfcl",)
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -289,8 +320,10 @@ class EvalCase(_Model):
         return ""
 
 
-class Transcript(_Model):
+class Transcript(_Quiet):
     """Everything that happened while an agent ran one case."""
+
+    _QUIET = ("replies",)
 
     messages: list[Message] = Field(default_factory=list)
     """The whole conversation, input included."""

@@ -24,6 +24,7 @@ from pytest_llmeval.core.models import (
     ToolSpec,
     Usage,
     _Model,
+    _Quiet,
 )
 
 
@@ -49,8 +50,10 @@ __all__ = [
 ]
 
 
-class GenerateRequest(_Model):
+class GenerateRequest(_Quiet):
     """One model call."""
+
+    _QUIET = ("keep_message",)
 
     messages: list[Message]
     """The conversation so far."""
@@ -63,8 +66,10 @@ class GenerateRequest(_Model):
     it back as it came and reads each call's raw argument text)."""
 
 
-class Completion(_Model):
+class Completion(_Quiet):
     """A model's answer to one :class:`GenerateRequest`."""
+
+    _QUIET = ("message",)
 
     text: str = ""
     """The text the model produced (may be empty when it only calls tools)."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import Field
 
 from pytest_llmeval.core.errors import RunnerError
+from pytest_llmeval.core.model_base import _Model, _Quiet
 from pytest_llmeval.core.models import (
     Loglik,
     LoglikRequest,
@@ -23,8 +24,6 @@ from pytest_llmeval.core.models import (
     ToolCallRecord,
     ToolSpec,
     Usage,
-    _Model,
-    _Quiet,
 )
 
 

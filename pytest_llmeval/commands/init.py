@@ -46,7 +46,7 @@ __all__ = [
     "template_files",
 ]
 
-SUITES = ("golden", "toolforge", "integration", "when2call", "gaia")
+SUITES = ("golden", "toolforge", "integration", "when2call", "gaia", "bfcl")
 """The suites ``init`` has a starter for, in the order it lists them."""
 DEFAULT_DIR = Path("evals")
 """Where ``init`` writes when no folder is named."""

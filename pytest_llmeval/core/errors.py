@@ -35,6 +35,7 @@ __all__ = [
     "RunDirVersionError",
     "RunnerError",
     "RunnerErrorKind",
+    "SetupProblem",
 ]
 
 RunnerErrorKind = Literal[
@@ -70,6 +71,12 @@ class CaseFileError(LLMEvalError):
         where = f"{self.path}:{self.line}" if self.line else self.path
         what = f"{self.field}: " if self.field else ""
         return f"{where}: {what}{self.message}"
+
+
+class SetupProblem(CaseFileError):
+    """A file no case of which can run until the user sets something up (a package to
+    install): the checks before any case stop the session with it, one usage error (exit 4),
+    instead of failing each case."""
 
 
 class ConfigError(LLMEvalError):

@@ -11,9 +11,12 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainSerializer
+from pydantic import ConfigDict, Field, InstanceOf, PlainSerializer
+
+from pytest_llmeval.core.model_base import Usage, _Model, _Quiet
 
 __all__ = [
+    "BfclTask",
     "BudgetSkip",
     "CaseResult",
     "CaseScore",
@@ -39,12 +42,10 @@ Outcome = Literal["passed", "failed", "error", "skipped"]
 ToolMode = Literal["broker", "stubs", "routing"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ToolSpec(_Model):
+class ToolSpec(_Quiet):
     """A tool offered to the model, in OpenAI function form."""
+
+    _QUIET = ("extra",)
 
     name: str
     """The tool's name as the model must call it (``get_weather``, ``web.search``)."""
@@ -54,6 +55,9 @@ class ToolSpec(_Model):
     """JSON schema of the arguments."""
     version: str | None = None
     """The tool's version, when a registry gives one (tool-forge staleness checks)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Other keys of the function doc, sent beside ``name``, ``description`` and
+    ``parameters`` as they are (a BFCL doc's ``response``)."""
 
 
 class ToolCall(_Model):
@@ -69,8 +73,10 @@ class ToolCall(_Model):
     """The raw argument text when it was not a JSON object; ``arguments`` is then empty."""
 
 
-class Message(_Model):
+class Message(_Quiet):
     """One chat message."""
+
+    _QUIET = ("raw",)
 
     role: Literal["system", "user", "assistant", "tool"]
     """Who speaks."""
@@ -82,41 +88,10 @@ class Message(_Model):
     """For ``role="tool"``: the call this message answers."""
     name: str | None = None
     """For ``role="tool"``: the tool's name."""
-
-
-MAX_TOKENS = 10**15
-"""The most tokens one count may hold: a thousand times a year of a large provider's
-traffic, far beyond any call, case or run, and small enough that a cost in dollars stays a
-finite number (``10**400`` tokens cannot be priced: an ``OverflowError`` in the ledger)."""
-Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)]
-"""A count of tokens: a whole number, 0 or more, at most :data:`MAX_TOKENS`. A negative one
-would lower what budgets count, and an absurd one could not be priced, so either is refused
-where it is made (the runner's or the agent's error)."""
-
-
-class Usage(_Model):
-    """Token counts reported by a model."""
-
-    prompt_tokens: Tokens = 0
-    """Tokens of the request."""
-    completion_tokens: Tokens = 0
-    """Tokens of the answer."""
-    total_tokens: Tokens = 0
-    """Both, as the backend says (or their sum)."""
-
-    @property
-    def counted(self) -> int:
-        """The tokens a budget counts: prompt and completion, else the total when the backend
-        gives only that (a count without its split is still spent)."""
-        return self.prompt_tokens + self.completion_tokens or self.total_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        # a sum of counts is a count, even past MAX_TOKENS (several absurd calls): no check
-        return Usage.model_construct(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
+    raw: dict[str, Any] | None = None
+    """The message exactly as an OpenAI-compatible runner must send it, when it must go out
+    verbatim (a BFCL assistant echo keeps every key the server sent, ``refusal: null``
+    included); ``None``: built from the fields above."""
 
 
 class LoglikRequest(_Model):
@@ -178,6 +153,17 @@ class ChoiceTask(_Model):
     chat endpoint when the scores are not all finite (audited); ``None``: that is an error."""
 
 
+class BfclTask(_Model):
+    """A BFCL item, run the way the official client runs it (``engine/bfcl_agent.py``): one
+    request for a single-turn item, the official turn loop over the simulated backends for a
+    multi-turn one."""
+
+    mode: Literal["fc", "prompt"]
+    """``fc``: the API's tool calling; ``prompt``: the function docs in the system prompt."""
+    item: dict[str, Any]
+    """The BFCL item (``suites.bfcl_rows.BfclItem`` as JSON)."""
+
+
 class JudgeTask(_Model):
     """What a judge model is asked about a case's answer
     (:mod:`pytest_llmeval.engine.judge_model`)."""
@@ -215,8 +201,10 @@ class Judgement(_Model):
     the first), to tell the judge's variance from the model's."""
 
 
-class EvalCase(_Model):
+class EvalCase(_Quiet):
     """One eval case, whatever suite it comes from."""
+
+    _QUIET = ("bfcl",)
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -256,6 +244,9 @@ class EvalCase(_Model):
     choices: ChoiceTask | None = None
     """Set when the case is scored by log-likelihood instead of generation (When2Call
     ``mcq-loglik``): the agent asks the runner to score these continuations."""
+    bfcl: BfclTask | None = None
+    """Set for a BFCL item: the agent runs the official conversation instead of its own loop
+    and keeps every reply as the server sent it (:attr:`Transcript.replies`)."""
     skip_reason: str | None = None
     """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
@@ -268,8 +259,10 @@ class EvalCase(_Model):
         return ""
 
 
-class Transcript(_Model):
+class Transcript(_Quiet):
     """Everything that happened while an agent ran one case."""
+
+    _QUIET = ("replies",)
 
     messages: list[Message] = Field(default_factory=list)
     """The whole conversation, input included."""
@@ -303,6 +296,9 @@ class Transcript(_Model):
     """Scores measured by a service after the agent (``semantic_similarity``)."""
     embedding_usage: Usage = Field(default_factory=Usage)
     """Tokens the embeddings endpoint used for ``measures`` (none from the cache)."""
+    replies: list[list[dict[str, Any]]] = Field(default_factory=list)
+    """For a :class:`BfclTask` case: per turn, each model reply's message as the server sent
+    it (``choices[0].message``; rebuilt from the completion for a runner that gives none)."""
     repeats: list[Transcript] = Field(default_factory=list)
     """With ``--llmeval-repeats K``: the K runs in repeat order (this transcript's own fields
     are those of the first run that did not fail)."""

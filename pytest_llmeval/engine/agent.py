@@ -34,6 +34,7 @@ from pytest_llmeval.core.models import (
     Usage,
 )
 from pytest_llmeval.engine.agent_threads import AgentThreads
+from pytest_llmeval.engine.bfcl_agent import run_bfcl
 from pytest_llmeval.engine.judge_model import AUDIT_REPLY_CHARS
 from pytest_llmeval.inputs.loading import a_json_type
 from pytest_llmeval.runners.base import (
@@ -66,6 +67,8 @@ class LoopAgent:
     async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
         if case.choices is not None:
             return await score_choices(self.runner, case)
+        if case.bfcl is not None:  # the official BFCL conversation, not this loop
+            return await run_bfcl(self.runner, case)
         start = time.perf_counter()
         messages = list(case.messages)
         records: list[ToolCallRecord] = []
@@ -158,6 +161,13 @@ class EndpointAgent:
     async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
         if case.choices is not None:
             return await score_choices(self.endpoint, case)
+        if case.bfcl is not None:
+            raise RunnerError(
+                f"runner {self.endpoint.name!r} is a whole agent behind one message; a BFCL "
+                "item needs a model runner (openai, hf, replay of one) that takes the "
+                "official messages and tools",
+                kind="agent",
+            )
         start = time.perf_counter()
         reply = await self.endpoint.send(case.user_message)
         wall_ms = (time.perf_counter() - start) * 1000

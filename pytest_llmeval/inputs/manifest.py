@@ -125,11 +125,20 @@ class Manifest:
                 )
         self._validate(schemas.validator_for({"type": "object", "properties": dict(declared)}))
 
-    def data_path(self) -> Path:
-        """The data file, resolved; an error naming ``data`` when it cannot be used."""
+    def data_path(self, folder: bool = False) -> Path:
+        """The data file, resolved; an error naming ``data`` when it cannot be used.
+
+        ``folder``: the suite reads a data *folder* (BFCL) and ``data`` may be left out, which
+        gives the manifest itself (the suite then uses its default data)."""
+        if "data" not in self.options:
+            if folder:
+                return self.path.resolve()
+            raise CaseFileError(
+                self.display, None, "missing required field (a string)", field="data"
+            )
         try:
             target = (self.path.parent / self.data).resolve()
-            found = target.is_file()
+            found = target.is_dir() if folder else target.is_file()
         except (OSError, ValueError, RuntimeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise CaseFileError(
@@ -141,7 +150,9 @@ class Manifest:
             ) from None
         if not found:
             what = (
-                "is a folder, not a file"
+                "is not a folder"
+                if folder and target.exists()
+                else "is a folder, not a file"
                 if target.is_dir()
                 else "is not a regular file"
                 if target.exists()  # a FIFO or a device: opening it could wait for ever
@@ -157,7 +168,9 @@ class Manifest:
 
     def target(self) -> Path | None:
         """The data file's resolved path, or ``None`` when ``data`` is no usable path (a NUL
-        byte, a symlink loop)."""
+        byte, a symlink loop, or no ``data`` at all)."""
+        if "data" not in self.options:
+            return None
         try:
             return (self.path.parent / self.data).resolve()
         except (OSError, ValueError, RuntimeError):

@@ -179,7 +179,7 @@ class EvalFile(pytest.File):
                 field="suite",
             )
         manifest.check_options(suite.name, suite.manifest_options)
-        path = manifest.data_path()
+        path = manifest.data_path(folder=suite.data_folder)
         data = index.display(path)
         index.collected(manifest, data)
         self.manifest = manifest

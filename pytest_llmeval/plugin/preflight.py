@@ -36,7 +36,7 @@ from typing import Any, TypeGuard
 import pytest
 
 from pytest_llmeval.config.settings import Settings, judge_settings
-from pytest_llmeval.core.errors import CaseFileError, ConfigError
+from pytest_llmeval.core.errors import CaseFileError, ConfigError, SetupProblem
 from pytest_llmeval.engine.case_services import check_embedder
 from pytest_llmeval.plugin import protocol_refusals
 from pytest_llmeval.plugin import worker_wire as wire
@@ -77,6 +77,7 @@ def check(
         return  # the xdist controller collects nothing: its workers check
     state = config.stash[state_key]
     try:
+        _check_setup(session.items)  # a file no case can run from until a package is installed
         check_gates(config, state, items)  # with no case selected too: never dropped
         if not items:
             return
@@ -103,6 +104,14 @@ def check(
         check_something_decides(config, state, items)
     except pytest.UsageError as exc:
         _stop(session, str(exc))
+
+
+def _check_setup(items: Sequence[pytest.Item]) -> None:
+    """The first :class:`SetupProblem` a collected eval file holds, as the usage error."""
+    for item in items:
+        problem = getattr(item, "problem", None)
+        if isinstance(problem, SetupProblem):
+            raise pytest.UsageError(str(problem))
 
 
 def settle_runner_model(session: pytest.Session, items: Sequence[pytest.Item]) -> bool:

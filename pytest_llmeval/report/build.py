@@ -51,7 +51,11 @@ def build_report(
         categories: dict[str, list[CaseResult]] = {}
         for row in rows:
             categories.setdefault(row.category or "(none)", []).append(row)
-        body["categories"] = {cat: base_totals(r) for cat, r in sorted(categories.items())}
+        own = body.get("categories")  # a suite's own per-category figures (BFCL's accuracy)
+        own = own if isinstance(own, dict) else {}
+        body["categories"] = {
+            cat: {**base_totals(r), **own.get(cat, {})} for cat, r in sorted(categories.items())
+        }
         repeated = [row.repeats for row in rows if row.repeats is not None]
         if repeated:
             body.update(suite_statistics(repeated))

@@ -108,7 +108,7 @@ class RunWriter:
         made: list[tuple[SuiteBase, CaseSource, list[CaseResult], dict[str, Any]]] = []
         for (suite_name, file), rows in sorted(by_file.items()):
             suite = self.suites.get(suite_name)
-            if suite is None or not (rootdir / file).is_file():
+            if suite is None or not (rootdir / file).exists():  # a file, or a data folder
                 continue
             source = CaseSource(path=rootdir / file, display=file)
             made.append((suite, source, rows, self._file_artifacts(suite, source, rows)))

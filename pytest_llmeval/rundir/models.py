@@ -77,12 +77,17 @@ class Totals(BaseModel):
     cost_usd: float | None = None
     """What the cases' tokens cost by ``--llmeval-prices``, in US dollars; written only when
     prices were given (``report.json`` ``totals``)."""
+    accuracy: float | None = None
+    """A suite's own accuracy of these cases, where it has one (a BFCL category's: passed
+    over the cases not skipped); written only when set."""
 
     @model_serializer(mode="wrap")
     def _without_unknown_cost(self, handler: SerializerFunctionWrapHandler) -> Any:
         body = handler(self)
-        if isinstance(body, dict) and body.get("cost_usd") is None:
-            body.pop("cost_usd", None)
+        if isinstance(body, dict):
+            for key in ("cost_usd", "accuracy"):
+                if body.get(key) is None:
+                    body.pop(key, None)
         return body
 
 

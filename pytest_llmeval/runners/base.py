@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import Field
 
 from pytest_llmeval.core.errors import RunnerError
+from pytest_llmeval.core.model_base import _Model, _Quiet
 from pytest_llmeval.core.models import (
     Loglik,
     LoglikRequest,
@@ -23,7 +24,6 @@ from pytest_llmeval.core.models import (
     ToolCallRecord,
     ToolSpec,
     Usage,
-    _Model,
 )
 
 
@@ -49,8 +49,10 @@ __all__ = [
 ]
 
 
-class GenerateRequest(_Model):
+class GenerateRequest(_Quiet):
     """One model call."""
+
+    _QUIET = ("keep_message",)
 
     messages: list[Message]
     """The conversation so far."""
@@ -58,10 +60,15 @@ class GenerateRequest(_Model):
     """Tools the model may call."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Per-request decoding overrides (``max_tokens``, ``tool_choice`` ...)."""
+    keep_message: bool = False
+    """Return the server's reply message verbatim in :attr:`Completion.message` (BFCL sends
+    it back as it came and reads each call's raw argument text)."""
 
 
-class Completion(_Model):
+class Completion(_Quiet):
     """A model's answer to one :class:`GenerateRequest`."""
+
+    _QUIET = ("message",)
 
     text: str = ""
     """The text the model produced (may be empty when it only calls tools)."""
@@ -73,6 +80,9 @@ class Completion(_Model):
     """Tokens of this call."""
     latency_ms: float = 0.0
     """Wall time of the call."""
+    message: dict[str, Any] | None = None
+    """The reply message exactly as the server sent it, when the request asked for it
+    (:attr:`GenerateRequest.keep_message`) and the runner has one."""
 
 
 class AgentResponse(_Model):

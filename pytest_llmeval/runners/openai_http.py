@@ -278,9 +278,11 @@ class OpenAIRunner(AsyncClosing):
         response, elapsed_ms = await self._http.post_json(url, body, pass_statuses=_REFUSALS)
         if response.status_code in _REFUSALS:
             self._refused(url, response, body, request.params)
-        return self._parse_chat(response, elapsed_ms)
+        return self._parse_chat(response, elapsed_ms, request.keep_message)
 
-    def _parse_chat(self, response: httpx.Response, elapsed_ms: float) -> Completion:
+    def _parse_chat(
+        self, response: httpx.Response, elapsed_ms: float, keep_message: bool = False
+    ) -> Completion:
         where = self._chat_url
         data = self._json_object(response, where)
         choices = data.get("choices")
@@ -317,6 +319,7 @@ class OpenAIRunner(AsyncClosing):
             finish_reason=finish if isinstance(finish, str) else None,
             usage=usage,
             latency_ms=elapsed_ms,
+            message=message if keep_message else None,
         )
 
     def _content(self, content: Any, where: str) -> str:
@@ -587,11 +590,16 @@ class OpenAIRunner(AsyncClosing):
 
 
 def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools in OpenAI function form (``ToolSpec.version`` is not sent)."""
+    """Tools in OpenAI function form (``ToolSpec.version`` is not sent; ``extra`` keys are)."""
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                **t.extra,
+            },
         }
         for t in tools
     ]
@@ -602,7 +610,15 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     unanswered: list[tuple[str, str]] = []  # (call id, tool name) of the last assistant turn
     for index, message in enumerate(messages):
-        if message.role == "assistant":
+        if message.raw is not None:  # sent verbatim (a BFCL echo of the server's message)
+            out.append(message.raw)
+            calls = message.raw.get("tool_calls") or []
+            unanswered = [
+                (str(c.get("id")), str((c.get("function") or {}).get("name")))
+                for c in calls
+                if isinstance(c, dict)
+            ]
+        elif message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant"}
             if message.tool_calls:
                 entry["content"] = message.content

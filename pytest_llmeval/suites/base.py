@@ -252,6 +252,10 @@ class SuiteBase(ABC):
     (``{}`` when the suite checks the value itself): a manifest key that neither names is an
     error. ``None``: the suite is handed whatever keys its manifests hold."""
 
+    data_folder: ClassVar[bool] = False
+    """Whether a manifest's ``data`` names a data *folder* the suite reads (BFCL's official
+    layout) and may be left out (the suite's default data); otherwise it names one file."""
+
     own_gates: ClassVar[bool] = False
     """Whether the suite judges gates of its own (its aggregate's ``gates``), so that
     ``--llmeval-exit-on gates`` has something to decide by without a gate being given."""
@@ -326,6 +330,7 @@ class ProtocolSuite(SuiteBase):
         self.section_model = getattr(suite, "section_model", SuiteSection)  # type: ignore[misc]
         self.manifest_options = getattr(suite, "manifest_options", None)  # type: ignore[misc]
         self.own_gates = getattr(suite, "own_gates", False) is True  # type: ignore[misc]
+        self.data_folder = getattr(suite, "data_folder", False) is True  # type: ignore[misc]
         self._own: dict[str, Callable[..., Any]] = {
             name: member
             for name in _OPTIONAL_METHODS

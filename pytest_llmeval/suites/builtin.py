@@ -12,6 +12,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from pytest_llmeval.suites.base import SuiteRegistry
+from pytest_llmeval.suites.bfcl import BfclSuite
 from pytest_llmeval.suites.gaia import GaiaSuite
 from pytest_llmeval.suites.golden import GoldenSuite
 from pytest_llmeval.suites.integration import IntegrationSuite
@@ -28,6 +29,7 @@ def register_builtin_suites(registry: SuiteRegistry) -> None:
     registry.register(When2CallSuite())
     registry.register(GoldenSuite())
     registry.register(GaiaSuite())
+    registry.register(BfclSuite())
 
 
 def register_entry_point_suites(registry: SuiteRegistry) -> None:

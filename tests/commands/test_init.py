@@ -43,7 +43,10 @@ def cases_in(folder: Path) -> int:
     """How many eval cases the data files of an init'd folder hold."""
     count = 0
     for path in sorted((folder / "data").rglob("*")):
-        if path.suffix == ".jsonl":
+        if path.name.startswith("BFCL_v4_"):  # BFCL: JSON Lines; its answers are no cases
+            if path.parent.name != "possible_answer":
+                count += len(path.read_text().splitlines())
+        elif path.suffix == ".jsonl":
             rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             count += sum("__header__" not in row for row in rows)
         elif path.suffix == ".json":
@@ -93,7 +96,7 @@ def test_a_fresh_init_runs_offline_and_judges_every_case(tmp_path: Path, suite: 
 def test_every_suite_at_once_repeated_and_comma_separated(tmp_path: Path) -> None:
     done = init(tmp_path, "--suite", "gaia,when2call", "--suite", "toolforge", "--suite=golden,")
     assert done.returncode == 0, done.stderr
-    done = init(tmp_path, "evals", "--suite", "integration")  # added later, beside the others
+    done = init(tmp_path, "evals", "--suite", "integration,bfcl")  # added later, beside the others
     assert done.returncode == 0, done.stderr
     assert "skipped" in done.stdout and "evals/conftest.py" in done.stdout
     run = tmp_path / "run"

@@ -51,7 +51,6 @@ def test_common_keys_come_from_the_shipped_schema() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "field", "message"),
     [
-        ("suite: golden\n", None, "data", "missing required field (a string)"),
         ("suite: 3\ndata: d.json\n", 1, "suite", "expected a string, got a number"),
         ("suite: golden\ndata: d.json\nrepeats: 2.0\n", 3, "repeats", "expected a whole number"),
         ("suite: golden\ndata: d.json\nrepeats: true\n", 3, "repeats", "expected a whole number"),
@@ -74,6 +73,20 @@ def test_common_key_errors_name_line_and_field(
     error = _error(tmp_path, text)
     assert (error.line, error.field) == (line, field)
     assert error.message.startswith(message), error.message
+
+
+def test_data_is_required_of_a_file_suite_and_optional_for_a_folder_suite(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, "suite: golden\n")
+    with pytest.raises(CaseFileError) as info:
+        manifest.data_path()
+    assert (info.value.field, info.value.message) == ("data", "missing required field (a string)")
+    assert manifest.data_path(folder=True) == manifest.path.resolve()  # the suite's default
+    assert manifest.target() is None
+    (tmp_path / "folder").mkdir()
+    folder = _manifest(tmp_path, "suite: bfcl\ndata: folder\n")
+    assert folder.data_path(folder=True) == (tmp_path / "folder").resolve()
+    with pytest.raises(CaseFileError, match="is a folder, not a file"):
+        folder.data_path()
 
 
 def test_suite_options_are_checked_once_the_suite_is_known(tmp_path: Path) -> None:

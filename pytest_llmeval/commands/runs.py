@@ -13,8 +13,8 @@ newest run) and hidden entries are skipped.
 Exit status: 0 when every run dir under the root was read (an empty root too, and folders
 that are not run dirs do not count against it); 1 when a run dir could not be read (broken
 or unfinished) or an entry could not even be looked at (``unreadable``: a folder without
-read permission; the rest is still listed); 2 when the root is missing or is not a folder (without ``ROOT``: when no output root was
-found).
+read permission; the rest is still listed); 2 when the root is missing or is not a folder
+(without ``ROOT``: when no output root was found).
 """
 
 from __future__ import annotations

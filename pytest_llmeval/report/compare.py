@@ -315,7 +315,7 @@ def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) 
     runs = comparison.runs
     keys = [run.key for run in runs]
     out = [f"<!-- {MARKER}; it replaces this file when run again -->",
-           "# pytest-llmeval comparison", "",
+           "# pytest-llmeval-harness comparison", "",
            "| run | run dir | started | runner | cases | verdict |",
            "|---|---|---|---|---:|---|"]  # fmt: skip
     for run in runs:

@@ -113,7 +113,7 @@ def summary_markdown(
     ``report`` is the report as written (redacted: its names and messages come from the
     run's data); ``gate_problems`` are the gates that could not be read (``source: why``),
     failed rows of the Gates table."""
-    out = ["# pytest-llmeval summary", ""]
+    out = ["# pytest-llmeval-harness summary", ""]
     if report.interrupted is not None:
         out += [f"**{md_text(interrupted_line(report.interrupted))}**", ""]
     out += [

@@ -112,7 +112,7 @@ def render_html(
     report: dict[str, Any],
     results: Sequence[CaseResult],
     *,
-    title: str = "pytest-llmeval report",
+    title: str = "pytest-llmeval-harness report",
     max_chars: int = MAX_CHARS,
     facts: RunFacts | None = None,
 ) -> str:
@@ -124,7 +124,7 @@ def html_pieces(
     report: dict[str, Any],
     results: Sequence[CaseResult],
     *,
-    title: str = "pytest-llmeval report",
+    title: str = "pytest-llmeval-harness report",
     max_chars: int = MAX_CHARS,
     facts: RunFacts | None = None,
 ) -> Iterator[str]:

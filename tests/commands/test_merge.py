@@ -56,7 +56,7 @@ def test_merge_keeps_every_section_of_the_shards_reports(scripted: pytest.Pytest
     summary = (scripted.path / "out/summary.md").read_text()
     assert summary.startswith(
         "# pytest-llmeval-harness summary\n\n"
-        f"**interrupted \\(sigterm\\): {ran} of {ran + 2} cases ran;"
+        f"**interrupted (sigterm): {ran} of {ran + 2} cases ran;"
     )
     assert "| `golden.pass_rate>=0.5` | partial |" in summary
     lines = merge_lines(merged, 2)

@@ -70,10 +70,12 @@ def test_compare_two_runs_where_cases_flip(pytester: pytest.Pytester) -> None:
                                              "**≠** `qa.golden.json::c`"]  # fmt: skip
     # each side's reason for its outcome, where the outcomes differ
     assert cases[0][1:] == [
-        "passed 1.00", 'failed 0.00: `exact_match: 0.00 < 1.00 (expected "say b", got "wrong")`'
+        "passed 1.00",
+        'failed 0.00: `exact_match: 0.00 < 1.00 (expected "say b", got "wrong")`',
     ]
     assert cases[1][1:] == [
-        'failed 0.00: `exact_match: 0.00 < 1.00 (expected "fixed-c", got "say c")`', "passed 1.00"
+        'failed 0.00: `exact_match: 0.00 < 1.00 (expected "fixed-c", got "say c")`',
+        "passed 1.00",
     ]
     hostile = f"`qa.golden.json::{HOSTILE}`".replace("|", "\\|")  # a code span: inert
     assert sorted(row[0] for row in cases[2:]) == [

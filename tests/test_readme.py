@@ -155,6 +155,29 @@ def test_ci_runs_the_documented_install_and_test_commands() -> None:
     assert "pip install -e .  " in user_install and "[dev" not in user_install
 
 
+def test_the_readme_gives_the_command_that_runs_the_projects_tests_and_the_fast_one() -> None:
+    """A contributor finds in the README itself the one command that sets up and runs the
+    project's own tests (the one CI runs, on every core), how long it takes on 2 cores, and
+    the fast subset to run while working."""
+    readme = README.read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Working on the plugin\n") :]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    setup = blocks[0].strip()
+    assert setup.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    installs = re.findall(r"^pip install (?:torch|-e '\.\[dev,|--no-deps ).*$", ci, re.MULTILINE)
+    # the torch wheel, every extra, BFCL's data and backends: in one line in the README
+    assert len(installs) == 3
+    (tests,) = re.findall(r"^check (pytest -n auto)$", ci, re.MULTILINE)
+    assert setup.endswith(" && ".join([*installs, tests]))  # what CI runs, on every core
+    assert re.search(r"on 2 cores the tests take about \d+ minutes", " ".join(section.split()))
+    assert blocks[1].strip() == 'pytest -n auto -m "not slow"'
+    assert re.search(r"about \d+ minutes on 2 cores", " ".join(section.split()))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert 'pytest -n auto -m "not slow"' in contributing
+    assert "&& pytest -n auto " in contributing
+
+
 def test_the_readme_keeps_the_sections_users_and_tests_rely_on() -> None:
     readme = README.read_text(encoding="utf-8")
     for heading in (

@@ -1,9 +1,10 @@
 """``python -m pytest_llmeval compare RUN_A RUN_B [RUN_C ...] [--out DIR]``: runs side by side.
 
 Writes ``compare.md`` and ``compare.html`` into ``DIR`` (default: the current folder) and
-prints the Markdown. A run is a run dir's path, or the name of one under the default output
-root (``.llmeval/runs``), ``latest`` included. The tables and statistics are
-:mod:`pytest_llmeval.report.run_matrix`'s.
+prints the Markdown. A run is a run dir's path, or its name as ``runs`` prints it (``latest``
+too) under an output root at or below ``--root`` (default: the current folder; after ``init``
+the runs are in ``evals/.llmeval/runs``: :mod:`~pytest_llmeval.commands.run_roots`). The
+tables and statistics are :mod:`pytest_llmeval.report.run_matrix`'s.
 
 It never writes over a file it did not make: an existing ``compare.md`` or ``compare.html``
 without the mark ``compare`` writes into its files is refused, and so is a run dir, or any
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_llmeval.commands.runs import DEFAULT_ROOT
+from pytest_llmeval.commands.run_roots import DEFAULT_ROOT, find_output_roots, find_run
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.report.html.compare_page import render_compare_html
 from pytest_llmeval.report.run_matrix import (
@@ -59,7 +60,16 @@ def add_parser(commands: Any) -> None:
         "runs",
         nargs="+",
         metavar="RUN",
-        help=f"a run dir, or the name of one under {DEFAULT_ROOT} (latest too); two or more",
+        help=f"a run dir, or its name as `runs` prints it, or latest, under a {DEFAULT_ROOT} "
+        "at or below --root; two or more",
+    )
+    cmd.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help=f"where run names are looked up: every {DEFAULT_ROOT} in DIR or below it, or DIR "
+        "itself when it is an output root (default: the current folder)",
     )
     cmd.add_argument(
         "--out",
@@ -85,9 +95,11 @@ def run(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         markdown = compare(
-            [resolve_run(arg) for arg in options.runs], options.out, max(options.max_rows, 0)
+            [resolve_run(arg, options.root) for arg in options.runs],
+            options.out,
+            max(options.max_rows, 0),
         )
-    except (CompareError, RunDirError, OSError) as exc:
+    except (CompareError, RunDirError, OSError) as exc:  # RunNameError is a RunDirError
         print(f"pytest_llmeval compare: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print(markdown.split("\n", 1)[1], end="")  # without the marker comment
@@ -108,12 +120,16 @@ def compare(run_dirs: Sequence[Path], out: Path, max_rows: int = MAX_MARKDOWN_RO
     return markdown
 
 
-def resolve_run(arg: str) -> Path:
-    """A run argument as a path: as given, else under the default output root; a ``latest``
-    pointer is followed (so the run is named by its own folder)."""
+def resolve_run(arg: str, root: Path = Path(".")) -> Path:
+    """A run argument as a path: as given, else the run of that name (``latest`` too) under
+    ``root`` when it is an output root, else under the one output root at or below ``root``
+    that has it. A ``latest`` pointer is followed, so the run is named by its own folder."""
     path = Path(arg)
-    if not path.exists() and not Path(arg).is_absolute() and (DEFAULT_ROOT / arg).exists():
-        path = DEFAULT_ROOT / arg
+    if not path.exists() and len(path.parts) == 1 and path.name not in ("", ".", ".."):
+        if (root / arg).exists() or (root / arg).is_symlink():  # root is an output root
+            path = root / arg
+        else:
+            path = find_run(arg, find_output_roots(root), root)
     if path.name == LATEST:  # the run dir it points at, by its own name
         target = resolve_latest(path)
         if target is not None:

@@ -1,5 +1,9 @@
 """``python -m pytest_llmeval runs [ROOT]``: every run dir under an output root, newest first.
 
+Without ``ROOT`` it lists every output root at or below the current folder: its own
+``.llmeval/runs`` and ``evals/.llmeval/runs`` (where ``pytest evals`` writes after ``init``),
+as :func:`~pytest_llmeval.commands.run_roots.find_output_roots` finds them.
+
 Each run dir is read back through :func:`~pytest_llmeval.rundir.outcomes.read_outcomes` and
 shown at a glance (:mod:`pytest_llmeval.report.history`). Anything else under the root gets one line
 saying what it is: a folder that is not a run dir, a run dir whose files cannot be read, one
@@ -9,7 +13,8 @@ newest run) and hidden entries are skipped.
 Exit status: 0 when every run dir under the root was read (an empty root too, and folders
 that are not run dirs do not count against it); 1 when a run dir could not be read (broken
 or unfinished) or an entry could not even be looked at (``unreadable``: a folder without
-read permission; the rest is still listed); 2 when the root is missing or is not a folder.
+read permission; the rest is still listed); 2 when the root is missing or is not a folder
+(without ``ROOT``: when no output root was found).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval.commands.run_roots import DEFAULT_ROOT, find_output_roots, shown
 from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.report.history import ListedEntry, RunSummary, history_lines, run_summary
 from pytest_llmeval.rundir.files import is_run_dir
@@ -32,10 +38,6 @@ from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.outcomes import read_outcomes
 
 __all__ = ["DEFAULT_ROOT", "Listing", "RootError", "add_parser", "list_runs", "main"]
-
-DEFAULT_ROOT = Path(".llmeval/runs")
-"""The plugin's default ``--llmeval-output-root`` (relative to the pytest rootdir; here, to
-the current folder)."""
 
 _STAMP = re.compile(r"^(\d{8}T\d{6}Z)_")
 _KEY = "%Y%m%dT%H%M%S.%f"
@@ -79,9 +81,10 @@ def add_parser(commands: Any) -> None:
         "root",
         type=Path,
         nargs="?",
-        default=DEFAULT_ROOT,
+        default=None,
         metavar="ROOT",
-        help=f"the output root (default: {DEFAULT_ROOT}, from the current folder)",
+        help=f"the output root (default: every {DEFAULT_ROOT} in the current folder or below "
+        f"it, evals/{DEFAULT_ROOT} after init)",
     )
 
 
@@ -115,8 +118,29 @@ def list_runs(root: Path) -> Listing:
     return Listing(root, [entry for _, entry in found], pointed.name if pointed else None)
 
 
-def main(root: Path) -> int:
-    """Print the listing of ``root``; the exit status as the module docstring says."""
+def main(root: Path | None = None) -> int:
+    """Print the listing of ``root``, or of every output root below the current folder; the
+    exit status as the module docstring says."""
+    if root is not None:
+        return _main(root)
+    roots = find_output_roots(Path.cwd())
+    if not roots:
+        print(
+            f"pytest_llmeval runs: no {DEFAULT_ROOT} folder here or below (pytest writes its "
+            f"runs under the folder of the pytest.ini it read: after init, evals/{DEFAULT_ROOT}"
+            "); run `pytest evals` first, or give the output root: runs ROOT",
+            file=sys.stderr,
+        )
+        return EXIT_NO_ROOT
+    codes: list[int] = []
+    for number, found in enumerate(roots):
+        if number:
+            print()
+        codes.append(_main(Path(shown(found))))
+    return max(codes)
+
+
+def _main(root: Path) -> int:
     try:
         listing = list_runs(root)
     except RootError as exc:

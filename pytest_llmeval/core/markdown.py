@@ -11,9 +11,11 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["md_cell", "md_code", "md_text", "one_line"]
+__all__ = ["md_cell", "md_code", "md_plain", "md_text", "one_line"]
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~<>])")
+_PLAIN = re.compile(r"^[\w .,:;/@+^%=()-]*$")
+_LOOSE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
 
 
 def one_line(text: str) -> str:
@@ -26,6 +28,16 @@ def md_text(value: object) -> str:
     every Markdown punctuation mark backslash-escaped (so no link, image, heading, emphasis,
     code span or table cell border survives), and line breaks as spaces."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(one_line(str(value)), quote=False))
+
+
+def md_plain(value: object) -> str:
+    """``value`` as is when no Markdown can come of it (``acc_norm``, ``macro-F1 (3)``,
+    ``replay: example-router``, ``cannot_answer``), else as a code span (:func:`md_code`): our
+    own labels read the same in a CI log and rendered, anything else stays inert."""
+    text = one_line(str(value))
+    if _PLAIN.match(text) and not _LOOSE_UNDERSCORE.search(text):
+        return text
+    return md_code(text)
 
 
 def md_code(value: object) -> str:

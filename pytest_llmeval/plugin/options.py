@@ -32,35 +32,53 @@ from pytest_llmeval.core.shards import parse_shard
 from pytest_llmeval.inputs.safe_read import SupportFileError, parse_json
 from pytest_llmeval.limits.rates import RATE_FORM, parse_rate_limit
 
-__all__ = ["add_options", "from_config"]
+__all__ = ["HELP_GROUPS", "PRODUCT", "add_options", "from_config"]
+
+PRODUCT = "pytest-llmeval-harness"
+"""The product's one name wherever a user reads it: the distribution's name."""
+
+HELP_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("llmeval", "runner and model (recordings, tools, datasets)", (
+        "runner", "model", "base-url", "api-key-env", "providers", "agent-url", "temperature",
+        "top-p", "max-tokens", "seed", "extra-body", "prompt-wrapper", "deterministic",
+        "http-transport", "device", "dtype", "batch-size", "cassettes", "record",
+        "replay-from", "fixtures", "tool-registry", "seed-manifest", "snapshot",
+        "integration-mode", "fail-on-fingerprint-mismatch",
+    )),
+    ("llmeval-run-dir", "run dir and reports", (
+        "run-dir", "output-root", "resume", "resume-allow-mismatch", "progress", "mlflow",
+        "mlflow-experiment",
+    )),
+    ("llmeval-gates", "gates and baselines (what makes the run red)", (
+        "gate", "exit-on", "baseline", "update-baseline", "baseline-allow-mismatch", "repeats",
+        "repeat-rule",
+    )),
+    ("llmeval-limits", "budgets and limits", (
+        "limit", "timeout", "max-turns", "concurrency", "max-connections", "rate-limit",
+        "breaker-threshold", "max-response-bytes", "prices", "max-tokens-total", "max-cost",
+    )),
+    ("llmeval-judges", "judges and embeddings", (
+        "judge-runner", "judge-model", "judge-base-url", "judge-api-key-env",
+        "judge-temperature", "judge-max-tokens", "judge-extra-body", "judge-repeats",
+        "embedding-model", "embedding-base-url", "embedding-api-key-env",
+    )),
+    ("llmeval-sharding", "sharding", ("shard", "hash-scheduling")),
+    ("llmeval-secrets", "secrets", ("secret-env", "redact-pattern")),
+)  # fmt: skip
+"""``pytest --help``'s groups of ``--llmeval-*`` options, in the order it shows them: (group
+name, title, the options' nouns in the order listed). Every option is in exactly one
+(tests/plugin/test_help_groups.py)."""
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register every ``--llmeval-*`` option and ``llmeval_*`` ini key."""
-    group = parser.getgroup("llmeval", "evaluate LLMs and agents (pytest-llmeval)")
-    for spec in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": spec.dest, "default": None, "help": _help(spec)}
-        if spec.metavar:
-            kwargs["metavar"] = spec.metavar
-        if spec.choices:
-            kwargs["choices"] = list(spec.choices)
-        if spec.type == "list":
-            kwargs["action"] = "append"
-        if spec.type == "flag":
-            kwargs["action"] = "store_true"
-        group.addoption(spec.flag, **kwargs)
-        if spec.noun in NEGATABLE:
-            group.addoption(
-                f"--no-llmeval-{spec.noun}",
-                dest=spec.dest,
-                action="store_const",
-                const="no",
-                help=f"Same as {spec.flag} no.",
-            )
-        if spec.type == "list":
-            parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
-        else:
-            parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
+    """Register every ``--llmeval-*`` option and ``llmeval_*`` ini key, in :data:`HELP_GROUPS`."""
+    specs = {spec.noun: spec for spec in OPTIONS}
+    for name, title, nouns in HELP_GROUPS:
+        group = parser.getgroup(name, f"{PRODUCT}: {title}")
+        for noun in nouns:
+            _add(parser, group, specs.pop(noun))
+    if specs:  # an option of the table in no group: a developer's slip, loud at once
+        raise AssertionError(f"options in no help group: {sorted(specs)}")
     parser.addini(
         "llmeval_files",
         type="linelist",
@@ -68,6 +86,32 @@ def add_options(parser: pytest.Parser) -> None:
         f"(default: {' '.join(DEFAULT_FILE_GLOBS)})",
         default=list(DEFAULT_FILE_GLOBS),
     )
+
+
+def _add(parser: pytest.Parser, group: pytest.OptionGroup, spec: OptionSpec) -> None:
+    """One option (its ``--no-`` form too, when it has one) and its ini key."""
+    kwargs: dict[str, Any] = {"dest": spec.dest, "default": None, "help": _help(spec)}
+    if spec.metavar:
+        kwargs["metavar"] = spec.metavar
+    if spec.choices:
+        kwargs["choices"] = list(spec.choices)
+    if spec.type == "list":
+        kwargs["action"] = "append"
+    if spec.type == "flag":
+        kwargs["action"] = "store_true"
+    group.addoption(spec.flag, **kwargs)
+    if spec.noun in NEGATABLE:
+        group.addoption(
+            f"--no-llmeval-{spec.noun}",
+            dest=spec.dest,
+            action="store_const",
+            const="no",
+            help=f"Same as {spec.flag} no.",
+        )
+    if spec.type == "list":
+        parser.addini(spec.dest, help=f"default for {spec.flag}", type="linelist", default=[])
+    else:
+        parser.addini(spec.dest, help=f"default for {spec.flag}", default=None)
 
 
 def _help(spec: OptionSpec) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_llmeval.core.clip import clip
-from pytest_llmeval.core.markdown import md_cell, md_code, md_text
+from pytest_llmeval.core.markdown import md_cell, md_code, md_plain
 from pytest_llmeval.core.models import CaseResult, unpack
 from pytest_llmeval.core.redact import MIN_SECRET_LENGTH
 from pytest_llmeval.report.baseline.render import baseline_case_lines
@@ -110,18 +110,22 @@ def summary_markdown(
     """``summary.md``: suite table, category table, the gates (always: a run without any says
     so), then the failing and erroring cases, those with one message once.
 
+    It reads as plain text in a CI log as well as rendered: names are as they are when no
+    Markdown can come of them, and gates, messages and values are code spans, never
+    backslash escapes or HTML entities (:func:`~pytest_llmeval.core.markdown.md_plain`).
+
     ``report`` is the report as written (redacted: its names and messages come from the
     run's data); ``gate_problems`` are the gates that could not be read (``source: why``),
     failed rows of the Gates table."""
-    out = ["# pytest-llmeval summary", ""]
+    out = ["# pytest-llmeval-harness summary", ""]
     if report.interrupted is not None:
-        out += [f"**{md_text(interrupted_line(report.interrupted))}**", ""]
+        out += [f"**{interrupted_line(report.interrupted, code=md_code)}**", ""]
     out += [
         "| suite | cases | passed | failed | errors | skipped | pass rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, section in report.suites.items():
-        out.append(_row(md_text(name), section))
+        out.append(_row(md_plain(name), section))
     out.append(_row("**all**", report.totals))
     out += ["", "## By category", ""]
     out += [
@@ -130,28 +134,37 @@ def summary_markdown(
     ]
     for name, section in report.suites.items():
         for category, totals in section.categories.items():
-            out.append(_row(f"{md_text(name)} | {md_text(category)}", totals))
+            out.append(_row(f"{md_cell(md_plain(name))} | {md_cell(md_plain(category))}", totals))
     out += _gates_markdown(report.gates, gate_problems)
     out += _failures_markdown(results)
     out += _skipped_markdown(results)
     out += [
         "",
-        f"runner: {md_text(report.runner_fingerprint)}",
-        f"dataset: {md_text(report.dataset_sha256)}",
+        f"runner: {md_plain(report.runner_fingerprint)}",
+        f"dataset: {md_plain(report.dataset_sha256)}",
         "",
     ]
     return "\n".join(out)
 
 
-def interrupted_line(interrupted: Interrupted, run_dir: Path | None = None) -> str:
+def interrupted_line(
+    interrupted: Interrupted,
+    run_dir: Path | None = None,
+    *,
+    code: Callable[[str], str] | None = None,
+) -> str:
     """What a run cut short says (the terminal, ``summary.md``, the page), with the resume
     command for ``run_dir`` when it is known (written with ``=``: a spaced path moves pytest's
-    rootdir)."""
+    rootdir). ``code`` (``summary.md``'s :func:`~pytest_llmeval.core.markdown.md_code`) makes
+    the reason and the option code spans."""
+    reason, option = interrupted.reason, resume_option(run_dir)
+    if code is not None:
+        reason, option = md_plain(reason), code(option)
     return (
-        f"interrupted ({interrupted.reason}): {interrupted.cases_run} of "
+        f"interrupted ({reason}): {interrupted.cases_run} of "
         f"{interrupted.cases_total} cases "
         "ran; gates judged only those (a gate that held is partial), and "
-        f"{resume_option(run_dir)} runs the rest"
+        f"{option} runs the rest"
     )
 
 
@@ -184,7 +197,7 @@ def _grouped(groups: Sequence[ErrorGroup]) -> list[str]:
     ``- **N cases** (outcome): why: `a`, `b`, ...``), at most :data:`MAX_LISTED_FAILURES`."""
     out: list[str] = []
     for group in groups[:MAX_LISTED_FAILURES]:
-        message = md_text(group.shown)
+        message = md_code(group.shown) if group.shown else "(no message)"
         if group.count == 1:
             out.append(f"- {md_code(group.nodeids[0])} ({group.outcome}): {message}")
             continue
@@ -229,12 +242,12 @@ def _gates_markdown(
     for problem in problems:
         source = problem.source
         message = clip(" ".join(problem.splitlines()), 200)
-        out.append(f"| {md_cell(md_code(source))} | **failed** | {md_text(message)} |")
+        out.append(f"| {md_cell(md_code(source))} | **failed** | {md_cell(md_code(message))} |")
     for row in rows:
-        shown = "**failed**" if row.status == "failed" else md_text(row.status)
+        shown = "**failed**" if row.status == "failed" else md_cell(md_plain(row.status))
         message = clip(" ".join(row.message.splitlines()), 200)
         name = md_cell(md_code(row.gate.name))
-        out.append(f"| {name} | {shown} | {md_text(message)} |")
+        out.append(f"| {name} | {shown} | {md_cell(md_code(message))} |")
     return out
 
 

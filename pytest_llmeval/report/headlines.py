@@ -135,8 +135,8 @@ def _when2call(suite: str, section: SuiteSection) -> list[Headline]:
     return [
         _with_stderr(suite, "acc", section.acc, section.acc_stderr, section.n),
         _with_stderr(suite, "acc_norm", section.acc_norm, section.acc_norm_stderr, section.n),
-        _share(suite, "macro-F1 (3)", "macro_f1_3", section.macro_f1_3),
-        _share(suite, "macro-F1 (4)", "macro_f1_4", section.macro_f1_4),
+        _share(suite, "macro-F1 (3)", "macro_f1_3", section.macro_f1_3, section.n),
+        _share(suite, "macro-F1 (4)", "macro_f1_4", section.macro_f1_4, section.n),
         _share(
             suite,
             "tool hallucination",
@@ -186,14 +186,16 @@ def _accuracy(suite: str, label: str, metric: str, tally: Accuracy | GaiaSection
 
 
 def _share(suite: str, label: str, metric: str, value: object, n: int | None = None) -> Headline:
-    number = float(value) if isinstance(value, int | float) else None
+    """A share without an interval; ``None`` (``n/a``) over no case at all, whatever a report
+    of an older plugin wrote there (a macro-F1 of 0.0 over nothing)."""
+    number = float(value) if isinstance(value, int | float) and n != 0 else None
     return Headline(suite=suite, label=label, metric=metric, value=number, n=n)
 
 
 def _with_stderr(
     suite: str, label: str, value: float | None, stderr: float | None, n: int
 ) -> Headline:
-    if value is None or stderr is None:
+    if value is None or stderr is None or n == 0:
         return _share(suite, label, label, value, n)
     half = Z95 * float(stderr)
     return Headline(

@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pytest_llmeval.report.mlflow_log RUN_DIR TRACKING_URI [--experiment NAME]``."""
     parser = argparse.ArgumentParser(
         prog=RELOG_COMMAND,
-        description="Log a finished pytest-llmeval run dir to MLflow.",
+        description="Log a finished pytest-llmeval-harness run dir to MLflow.",
     )
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("tracking_uri")

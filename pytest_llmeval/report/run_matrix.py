@@ -16,7 +16,6 @@ first run (pure; ``python -m pytest_llmeval compare`` reads the run dirs and wri
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Sequence
 from typing import Literal
@@ -24,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_llmeval.core.clip import clip
-from pytest_llmeval.core.markdown import md_cell, md_code, md_text
+from pytest_llmeval.core.markdown import md_cell, md_code, md_plain, one_line
 from pytest_llmeval.report.baseline.diff import diff
 from pytest_llmeval.report.baseline.file import Baseline, BaselineCase, subset_of
 from pytest_llmeval.report.headlines import Headline, format_headline, headlines
@@ -54,11 +53,12 @@ MAX_ID_CHARS = 200
 """A case id (or run dir name) longer than this is clipped in ``compare.md``
 (:func:`~pytest_llmeval.core.clip.clip`); ``compare.html`` keeps it whole."""
 
+MAX_REASON_CHARS = 160
+"""The most characters of a case's reason a matrix cell shows (clipped with a marker)."""
+
 MARKER = "written by python -m pytest_llmeval compare"
 """In every file ``compare`` writes: it replaces only files that carry it."""
 
-_PLAIN = re.compile(r"^[\w .,:;/@+^%=()-]*$")
-_LOOSE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
 
 CellOutcome = Literal["passed", "failed", "xfail", "error", "skipped"]
 
@@ -104,6 +104,9 @@ class CaseCell(BaseModel):
     score: float | None = None
     """The mean of the case's scores, when it has any."""
     scores: dict[str, float] = {}
+    reason: str | None = None
+    """Why the case failed, errored or was skipped in this run, on one line and clipped to
+    :data:`MAX_REASON_CHARS`."""
 
 
 class CaseRow(BaseModel):
@@ -116,6 +119,9 @@ class CaseRow(BaseModel):
     cells: list[CaseCell]
     differs: bool
     """The runs that have the case do not agree on its outcome."""
+    changed: bool = False
+    """The case's data changed between the runs that have it (another case fingerprint): its
+    outcomes are not comparable, and the flips leave it out."""
     shared: bool
     """Every run has the case."""
 
@@ -158,6 +164,8 @@ class Comparison(BaseModel):
     """Cases only some runs have."""
     differing: int
     """Shared cases whose outcome differs between the runs."""
+    changed: int = 0
+    """Cases whose data changed between the runs that have them."""
 
 
 def run_keys(n: int) -> list[str]:
@@ -181,6 +189,7 @@ def compare_runs(records: Sequence[RunOutcomes]) -> Comparison:
         shared=sum(1 for row in cases if row.shared),
         not_shared=sum(1 for row in cases if not row.shared),
         differing=sum(1 for row in cases if row.shared and row.differs),
+        changed=sum(1 for row in cases if row.changed),
     )
 
 
@@ -224,11 +233,14 @@ def _cell(result: CaseOutcome | None) -> CaseCell:
     # built unvalidated (model_construct) from validated rows: a matrix has a cell per case
     # and run, and validating each again triples the time of a 20,000-case comparison
     if result is None:
-        return CaseCell.model_construct(outcome=None, score=None, scores={})
+        return CaseCell.model_construct(outcome=None, score=None, scores={}, reason=None)
     outcome: CellOutcome = "xfail" if result.xfailed else result.outcome
     scores = dict(sorted(result.scores.items()))
     score = sum(scores.values()) / len(scores) if scores else None
-    return CaseCell.model_construct(outcome=outcome, score=score, scores=scores)
+    reason = None
+    if result.error and result.outcome != "passed":
+        reason = clip(one_line(result.error[: MAX_REASON_CHARS * 4]), MAX_REASON_CHARS)
+    return CaseCell.model_construct(outcome=outcome, score=score, scores=scores, reason=reason)
 
 
 def _case_rows(records: Sequence[RunOutcomes]) -> list[CaseRow]:
@@ -238,17 +250,22 @@ def _case_rows(records: Sequence[RunOutcomes]) -> list[CaseRow]:
     for nodeid in nodeids:
         found = [results.get(nodeid) for results in by_run]
         present = [r for r in found if r is not None]
+        prints = {r.case_fingerprint for r in present if r.case_fingerprint}
         rows.append(
             CaseRow.model_construct(
                 nodeid=nodeid,
                 suite=present[0].suite,
                 cells=[_cell(r) for r in found],
                 differs=len({r.outcome for r in present}) > 1,
+                changed=len(prints) > 1,
                 shared=len(present) == len(found),
             )
         )
     rank = {True: 0, False: 2}
-    return sorted(rows, key=lambda row: (rank[row.differs] if row.shared else 1, row.nodeid))
+    return sorted(
+        rows,
+        key=lambda row: (rank[row.differs or row.changed] if row.shared else 1, row.nodeid),
+    )
 
 
 def _pair(key: str, reference: RunOutcomes, other: RunOutcomes) -> PairStats:
@@ -300,22 +317,13 @@ def p_text(value: float) -> str:
     return f"{value:.4g}"
 
 
-def md_plain(text: str) -> str:
-    """``text`` as is when no Markdown can come of it (``acc_norm``, ``macro-F1 (3)``,
-    ``replay: example-router``), else escaped (:func:`~pytest_llmeval.core.markdown.md_text`):
-    our own labels stay readable in the terminal, anything else stays inert."""
-    if _PLAIN.match(text) and not _LOOSE_UNDERSCORE.search(text):
-        return text
-    return md_text(text)
-
-
 def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) -> str:
     """``compare.md``: the runs, the suite table, the statistics against the first run and the
     case matrix (its first ``max_rows`` rows; it says how many more ``compare.html`` has)."""
     runs = comparison.runs
     keys = [run.key for run in runs]
     out = [f"<!-- {MARKER}; it replaces this file when run again -->",
-           "# pytest-llmeval comparison", "",
+           "# pytest-llmeval-harness comparison", "",
            "| run | run dir | started | runner | cases | verdict |",
            "|---|---|---|---|---:|---|"]  # fmt: skip
     for run in runs:
@@ -349,13 +357,21 @@ def compare_markdown(comparison: Comparison, max_rows: int = MAX_MARKDOWN_ROWS) 
     out += ["", "## Cases", "", cases_line(comparison), ""]
     out += ["| case | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
     for row in comparison.cases[:max_rows]:
-        mark = "**≠** " if row.differs else ""
-        cells = " | ".join(outcome_text(cell) for cell in row.cells)
+        mark = ("**≠** " if row.differs else "") + ("**Δ data changed** " if row.changed else "")
+        told = row.differs or row.changed  # each side's reason, where the outcomes need one
+        cells = " | ".join(md_cell(_cell_markdown(cell, told)) for cell in row.cells)
         out.append(f"| {mark}{md_cell(md_code(clip(row.nodeid, MAX_ID_CHARS)))} | {cells} |")
     omitted = len(comparison.cases) - max_rows
     if omitted > 0:
         out += ["", f"{omitted} more case rows are in compare.html."]
     return "\n".join(out) + "\n"
+
+
+def _cell_markdown(cell: CaseCell, reason: bool) -> str:
+    """A matrix cell of ``compare.md``: the outcome, and its reason as a code span when
+    ``reason`` (a row whose outcomes differ or whose data changed)."""
+    text = outcome_text(cell)
+    return f"{text}: {md_code(cell.reason)}" if reason and cell.reason else text
 
 
 def cases_line(comparison: Comparison) -> str:
@@ -364,9 +380,17 @@ def cases_line(comparison: Comparison) -> str:
         f"{comparison.shared} cases in every run, {comparison.differing} of them with "
         "differing outcomes (marked ≠, listed first)"
     )
+    if comparison.changed:
+        text += (
+            f"; {comparison.changed} cases whose data changed between the runs (marked Δ, "
+            "listed first: another case fingerprint, so their outcomes are not compared)"
+        )
     if comparison.not_shared:
         text += (
             f"; {comparison.not_shared} cases in only some runs (— where a run lacks one): "
             "the statistics compare the cases both runs share"
         )
-    return text + ". A score is the mean of the case's scores."
+    return (
+        text + ". A score is the mean of the case's scores; where outcomes differ or data "
+        "changed, each run's reason for its outcome is shown."
+    )

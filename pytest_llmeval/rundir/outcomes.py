@@ -42,6 +42,8 @@ class CaseOutcome(BaseModel):
     xfailed: bool = False
     """A miss the case's manifest expects (``misses: xfail``)."""
     scores: dict[str, float] = Field(default_factory=dict)
+    error: str | None = None
+    """Why it failed, errored or was skipped (the row's ``error``); ``compare`` shows it."""
     case_fingerprint: str = ""
     """sha256 of the case's row; empty for broken input's error item."""
     runner_fingerprint: str = ""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pytest_llmeval.core.bounds import MAX_TURNS
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import CaseFileError, RunnerError
 from pytest_llmeval.core.models import (
     CaseResult,
@@ -358,13 +359,27 @@ def _category_thresholds(source: CaseSource) -> dict[str, dict[str, float]]:
     return {str(cat): {str(k): float(v) for k, v in m.items()} for cat, m in raw.items()}
 
 
+QUOTED_CHARS = 120
+"""The most characters of the reply (or the expected output) a failure message quotes: the
+terminal shows the reply itself under the message (``response:``), so a long one is printed
+once, not twice, and ``summary.md`` and ``errors.jsonl`` keep a line, not a page."""
+
+
+def _json(text: str) -> str:
+    """A quoted text as JSON writes it, its non-ASCII letters (and the clip marker) as they
+    are rather than ``\\u`` escapes."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _failure(name: str, got: float, minimum: float, expect: dict[str, Any], response: str) -> str:
     head = f"{name}: {got:.2f} < {minimum:.2f}"
+    response = clip(response, QUOTED_CHARS)
     if name == "exact_match":
-        return f"{head} (expected {json.dumps(_expected(expect))}, got {json.dumps(response)})"
+        expected = clip(_expected(expect), QUOTED_CHARS)
+        return f"{head} (expected {_json(expected)}, got {_json(response)})"
     if name == "contains_keywords":
         missing = [k for k in expect["keywords"] or [] if k.lower() not in response.lower()]
         return f"{head} (missing {json.dumps(missing)})"
     if name == "regex":
-        return f"{head} (/{expect['pattern']}/ not found in {json.dumps(response)})"
+        return f"{head} (/{expect['pattern']}/ not found in {_json(response)})"
     return head

@@ -136,8 +136,8 @@ def aggregate(results: Sequence[CaseResult]) -> dict[str, Any]:
             label: {k: _round(v) if k != "support" else v for k, v in body.items()}
             for label, body in classes.items()
         },
-        macro_f1_3=_round(macro_f1(classes, GOLD_LABELS)),
-        macro_f1_4=_round(macro_f1(classes, LABELS)),
+        macro_f1_3=_round(macro_f1(classes, GOLD_LABELS)) if rows else None,  # n=0: n/a
+        macro_f1_4=_round(macro_f1(classes, LABELS)) if rows else None,
         tool_hallucination_rate=_round(
             accuracy([d.get("pred") == "tool_call" for d in hallucination])
         ),
@@ -205,7 +205,7 @@ def headline(metrics: dict[str, Any]) -> str:
     """One line: protocol, the deciding accuracy, both accuracies, F1s and Tool-Hall."""
     primary = metrics.get("primary") or "acc"
     parts = [
-        f"{metrics.get('protocol')}, n={metrics.get('n')}",
+        f"{metrics.get('protocol') or 'no case scored'}, n={metrics.get('n')}",
         f"{primary} {_pct(metrics.get(primary))}",
     ]
     parts += [

@@ -68,8 +68,15 @@ def test_compare_two_runs_where_cases_flip(pytester: pytest.Pytester) -> None:
     cases = found["Cases"]
     assert [row[0] for row in cases[:2]] == ["**≠** `qa.golden.json::b`",
                                              "**≠** `qa.golden.json::c`"]  # fmt: skip
-    assert cases[0][1:] == ["passed 1.00", "failed 0.00"]
-    assert cases[1][1:] == ["failed 0.00", "passed 1.00"]
+    # each side's reason for its outcome, where the outcomes differ
+    assert cases[0][1:] == [
+        "passed 1.00",
+        'failed 0.00: `exact_match: 0.00 < 1.00 (expected "say b", got "wrong")`',
+    ]
+    assert cases[1][1:] == [
+        'failed 0.00: `exact_match: 0.00 < 1.00 (expected "fixed-c", got "say c")`',
+        "passed 1.00",
+    ]
     hostile = f"`qa.golden.json::{HOSTILE}`".replace("|", "\\|")  # a code span: inert
     assert sorted(row[0] for row in cases[2:]) == [
         "`qa.golden.json::a`", "`qa.golden.json::d`", hostile
@@ -103,16 +110,23 @@ def test_compare_runs_of_another_dataset_and_an_interrupted_run(
     # C: a and b ran before -x stopped it; b flipped to fail
     assert stats["C (other runner)"] == ["2", "1", "0", "1", "2", "0", "0"]
     assert "2 cases in every run, 1 of them with differing outcomes" in md
+    assert "1 cases whose data changed between the runs (marked Δ" in md
     assert "3 cases in only some runs" in md
     cases = found["Cases"]
-    assert cases == [
-        ["**≠** `qa.golden.json::b`", "passed 1.00", "failed 0.00", "failed 0.00"],
+    b_in_b = 'failed 0.00: `exact_match: 0.00 < 1.00 (expected "not b", got "say b")`'
+    b_in_c = 'failed 0.00: `exact_match: 0.00 < 1.00 (expected "say b", got "wrong")`'
+    assert cases == [  # b's data changed in B: marked, with each side's reason
+        ["**≠** **Δ data changed** `qa.golden.json::b`", "passed 1.00", b_in_b, b_in_c],
         ["`qa.golden.json::c`", "failed 0.00", "—", "—"],  # then the rows not in every run
         ["`qa.golden.json::d`", "failed 0.00", "—", "—"],
     ]
     assert md.rstrip().endswith("2 more case rows are in compare.html.")
     page = (pytester.path / "out" / "compare.html").read_text()
     assert page.count('<tr class="case-row') == 5  # the HTML keeps every row
+    (row_b,) = [r for r in page.split("<tr ")[1:] if "qa.golden.json::b<" in r]
+    assert "changed" in row_b.split(">")[0] and "Δ data changed" in row_b
+    assert row_b.count('<div class="reason">') == 2  # B's and C's reasons; A passed
+    assert '(expected "not b", got "say b")' in html.unescape(row_b)
 
 
 def test_compare_names_runs_under_the_default_root(pytester: pytest.Pytester) -> None:

@@ -55,7 +55,8 @@ def test_merge_keeps_every_section_of_the_shards_reports(scripted: pytest.Pytest
     assert report["baseline"]["baseline"] == str(scripted.path / "baseline.json")
     summary = (scripted.path / "out/summary.md").read_text()
     assert summary.startswith(
-        f"# pytest-llmeval summary\n\n**interrupted \\(sigterm\\): {ran} of {ran + 2} cases ran;"
+        "# pytest-llmeval-harness summary\n\n"
+        f"**interrupted (sigterm): {ran} of {ran + 2} cases ran;"
     )
     assert "| `golden.pass_rate>=0.5` | partial |" in summary
     lines = merge_lines(merged, 2)

@@ -48,7 +48,7 @@ def test_runs_lists_every_run_dir_newest_first(pytester: pytest.Pytester) -> Non
 
 
 def test_runs_reports_a_missing_or_empty_root(pytester: pytest.Pytester) -> None:
-    done = command(pytester.path, "runs")
+    done = command(pytester.path, "runs", str(ROOT))  # without ROOT: tests/commands/test_run_roots
     no_traceback(done)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [

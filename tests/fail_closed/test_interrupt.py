@@ -137,8 +137,8 @@ def test_a_run_stopped_by_maxfail_is_partial(
     assert _junit_gates(pytester.path / "junit.xml") == {HOLDS: "skipped", FAILS: "failure"}
     result.stdout.fnmatch_lines(["*interrupted (maxfail): 4 of 30 cases ran*"])
     assert "gates: passed" not in result.stdout.str()
-    summary = (run / "summary.md").read_text()  # Markdown: parentheses escaped
-    assert "**interrupted \\(maxfail\\): 4 of 30 cases ran; " in summary
+    summary = (run / "summary.md").read_text()  # Markdown that reads as plain text
+    assert "**interrupted (maxfail): 4 of 30 cases ran; " in summary
     page = (run / "report.html").read_text()
     assert '<p class="gate-summary partial" id="interrupted">interrupted (maxfail)' in page
     # rebuilt offline, the run is still cut short
@@ -735,4 +735,4 @@ def test_the_resume_hint_names_the_real_run_dir_with_equals(pytester: pytest.Pyt
         f"finish it with --llmeval-resume={run} "
         f"--llmeval-update-baseline={pytester.path / 'baseline.json'})" in out
     )
-    assert "--llmeval-resume=RUN\\_DIR runs the rest" in (run / "summary.md").read_text()
+    assert "`--llmeval-resume=RUN_DIR` runs the rest" in (run / "summary.md").read_text()

@@ -235,7 +235,7 @@ def test_summarize_and_merge_read_an_old_run_dirs_bad_manifest_gate_as_red(
         assert problem in out
         assert "Traceback" not in out
     summary = (pytester.path / "run/summary.md").read_text(encoding="utf-8")
-    assert "| **failed** | m.llmeval.yaml:3: gates\\[0\\]: bad gate" in summary  # Markdown-escaped
+    assert "| **failed** | `m.llmeval.yaml:3: gates[0]: bad gate" in summary  # a code span
 
 
 @pytest.mark.parametrize("gates", ["gates: []\n", "gates: {}\n"])

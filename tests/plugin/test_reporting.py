@@ -50,7 +50,7 @@ def test_run_dir_files(scripted: pytest.Pytester) -> None:
     assert report["runners"][report["runner_fingerprint"]]["type"] == "scripted"
     summary = (run / "summary.md").read_text()
     assert "| golden | 3 | 2 | 1 | 0 | 0 | 66.7% |" in summary
-    assert "- `qa.golden.json::bad` (failed): exact\\_match: 0.00 &lt; 1.00" in summary
+    assert "- `qa.golden.json::bad` (failed): `exact_match: 0.00 < 1.00" in summary
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["settings"]["runner"] == "scripted"
 

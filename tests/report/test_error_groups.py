@@ -59,7 +59,7 @@ def test_summary_md_lists_the_shared_error_once(
     summary = (run / "summary.md").read_text(encoding="utf-8")
     listed = summary.split("## Failed and erroring cases (23)\n\n")[1].split("\n\n")[0]
     (line,) = listed.splitlines()
-    assert line.startswith("- **23 cases** (error): replay: no cassette for this request")
+    assert line.startswith("- **23 cases** (error): `replay: no cassette for this request")
     assert line.endswith("`qa.golden.json::c05`, ... and 18 more")
 
 

@@ -138,5 +138,5 @@ def test_a_gate_that_could_not_be_read_is_a_failed_row(pytester: pytest.Pytester
     assert NO_GATES not in lines
     (row,) = _rows(lines)
     assert row.startswith(
-        "| `qa.llmeval.yaml:3` | **failed** | qa.llmeval.yaml:3: gates\\[0\\]: bad gate"
+        "| `qa.llmeval.yaml:3` | **failed** | `qa.llmeval.yaml:3: gates[0]: bad gate"
     )

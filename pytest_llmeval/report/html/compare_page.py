@@ -64,8 +64,9 @@ def render_compare_html(comparison: Comparison) -> str:
                 {
                     "nodeid": row.nodeid,
                     "differs": row.differs,
+                    "changed": row.changed,
                     "shared": row.shared,
-                    "cells": [_cell(cell) for cell in row.cells],
+                    "cells": [_cell(cell, row.differs or row.changed) for cell in row.cells],
                 }
                 for row in comparison.cases
             ],
@@ -91,10 +92,15 @@ def _headline(headline: Headline | None) -> dict[str, Any] | None:
     }
 
 
-def _cell(cell: CaseCell) -> dict[str, str]:
+def _cell(cell: CaseCell, told: bool) -> dict[str, str]:
+    """A matrix cell; ``told``: the row's outcomes differ or its data changed, so the cell
+    shows the run's reason for its outcome (every cell keeps it in its tooltip)."""
     title = ", ".join(f"{name} {value:.3g}" for name, value in cell.scores.items())
+    if cell.reason:
+        title = f"{title}: {cell.reason}" if title else cell.reason
     return {
         "cls": cell.outcome or "missing",
         "text": outcome_text(cell),
         "title": title,
+        "reason": cell.reason if told and cell.reason else "",
     }

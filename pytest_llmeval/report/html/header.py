@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.report.headlines import format_headline, headlines
-from pytest_llmeval.report.history import started_text
+from pytest_llmeval.report.history import reasons_text, started_text
 from pytest_llmeval.rundir.models import Report, RunVerdict
 
-__all__ = ["Fact", "HeadlineRow", "RunFacts", "run_facts", "suite_headlines"]
+__all__ = ["Fact", "HeadlineRow", "RunFacts", "run_facts", "suite_headlines", "verdict_line"]
 
 
 class RunFacts(BaseModel):
@@ -80,6 +80,17 @@ def run_facts(
         status = facts.verdict.status
         out.append(Fact("verdict", status, status))
     return tuple(out)
+
+
+def verdict_line(facts: RunFacts | None) -> Fact | None:
+    """The header's verdict line, as ``runs`` gives it: ``failed: gate golden.pass_rate>=0.9
+    failed; 3 case(s) errored`` (the first reasons, ``+N more``); ``passed`` alone. ``None``
+    when the session's verdict is not known."""
+    if facts is None or facts.verdict is None:
+        return None
+    verdict = facts.verdict
+    why = reasons_text(verdict.reasons)
+    return Fact("verdict", f"{verdict.status}: {why}" if why else verdict.status, verdict.status)
 
 
 def suite_headlines(report: dict[str, Any]) -> tuple[HeadlineRow, ...]:

@@ -7,7 +7,7 @@ places ``<rect>``, ``<line>`` and ``<text>`` elements.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_llmeval.core.models import CaseResult
@@ -78,6 +78,23 @@ def _nice_step(raw: float) -> float:
     return 10.0 ** (exponent + 1)  # pragma: no cover - the loop always returns
 
 
+def tick_format(step: float, top: float) -> Callable[[float], str]:
+    """How the axis writes a bucket edge: in ``s`` when a bucket is a second wide or the axis
+    reaches ten, else in ``ms``, with as many decimals as the bucket width needs (``0.25 ms``,
+    ``12.5 ms``, ``2.5 s``), so no two edges read the same and none is rounded to a
+    neighbour's value."""
+    scale, unit = (1000.0, "s") if step >= 1000 or top >= 10_000 else (1.0, "ms")
+    width = step / scale
+    decimals = next(
+        (d for d in range(7) if abs(round(width, d) - width) <= 1e-9 * max(1.0, width)), 6
+    )
+
+    def text(value: float) -> str:
+        return f"{value / scale:.{decimals}f} {unit}"
+
+    return text
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
 
@@ -146,6 +163,8 @@ def latency(results: Sequence[CaseResult]) -> Latency:
         y = TOP + plot_h * (1 - frac)
         grid.append(GridLine(f"{y:.1f}", f"{LEFT - 6}", f"{y + 4:.1f}", f"{round(peak * frac)}"))
     label_every = max(1, math.ceil(len(buckets) / 8))
+    edge = buckets[-2][1] if has_overflow and len(buckets) > 1 else buckets[-1][1]
+    tick = tick_format(buckets[0][1] - buckets[0][0] or 1.0, edge)
     last = len(buckets) - 1
     bins = []
     labels = []
@@ -153,7 +172,7 @@ def latency(results: Sequence[CaseResult]) -> Latency:
         bar_h = plot_h * n / peak
         x = LEFT + i * slot
         overflow = has_overflow and i == last
-        span = f"≥ {ms(low)}" if overflow else f"{ms(low)}–{ms(high)}"
+        span = f"≥ {tick(low)}" if overflow else f"{tick(low)}–{tick(high)}"
         bins.append(
             Bin(
                 x=f"{x + 1:.1f}",
@@ -165,7 +184,7 @@ def latency(results: Sequence[CaseResult]) -> Latency:
             )
         )
         if i % label_every == 0 or overflow:
-            text = f"≥{ms(low)}" if overflow else ms(low)
+            text = f"≥{tick(low)}" if overflow else tick(low)
             labels.append(AxisLabel(f"{x + 1:.1f}", f"{HEIGHT - BOTTOM + 16:.1f}", text))
     return Latency(
         cases=len(durations),

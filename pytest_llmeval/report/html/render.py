@@ -22,7 +22,7 @@ from pytest_llmeval.report.console import interrupted_line
 from pytest_llmeval.report.html import data, gate_rows
 from pytest_llmeval.report.html.cases import DATA_ELEMENT_ID, MAX_CHARS, cases_json_pieces
 from pytest_llmeval.report.html.error_rows import error_rows
-from pytest_llmeval.report.html.header import RunFacts, run_facts, suite_headlines
+from pytest_llmeval.report.html.header import RunFacts, run_facts, suite_headlines, verdict_line
 from pytest_llmeval.report.html.latency import latency
 from pytest_llmeval.rundir.models import Interrupted
 from pytest_llmeval.suites.base import base_totals
@@ -112,7 +112,7 @@ def render_html(
     report: dict[str, Any],
     results: Sequence[CaseResult],
     *,
-    title: str = "pytest-llmeval report",
+    title: str = "pytest-llmeval-harness report",
     max_chars: int = MAX_CHARS,
     facts: RunFacts | None = None,
 ) -> str:
@@ -124,7 +124,7 @@ def html_pieces(
     report: dict[str, Any],
     results: Sequence[CaseResult],
     *,
-    title: str = "pytest-llmeval report",
+    title: str = "pytest-llmeval-harness report",
     max_chars: int = MAX_CHARS,
     facts: RunFacts | None = None,
 ) -> Iterator[str]:
@@ -178,6 +178,7 @@ def html_pieces(
             script=Markup(found.script),  # checked by assets()
             facts=data.facts(report),
             header=run_facts(report, results, facts),
+            verdict=verdict_line(facts),
             headlines=suite_headlines(report),
             nav=_nav(present, len(results)),
             overview=data.overview(suites, run),

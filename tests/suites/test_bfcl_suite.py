@@ -197,14 +197,24 @@ def test_single_turn_items_get_the_official_verdict(
     ids = {mode: sorted(i for i, m in chosen if m == mode) for mode in ("fc", "prompt")}
     _project(pytester, {m: _manifest(m, ids[m]) for m in ids})
     _run(pytester, Brain(scripts))
-    results = _results(pytester)
+    _assert_official_verdicts(_results(pytester), chosen, one_line=True)
+
+
+def _assert_official_verdicts(
+    results: dict[tuple[str, str], dict[str, Any]],
+    chosen: dict[tuple[str, str], dict[str, Any]],
+    *,
+    one_line: bool = False,
+) -> None:
+    """Every chosen item got the official verdict, and a failed one the official error type
+    (in a one-line message when ``one_line``)."""
     assert set(results) == set(chosen)
     for key, vector in chosen.items():
         got = results[key]
         assert (got["outcome"] == "passed") == vector["valid"], (key, vector["mutation"], got)
         if not vector["valid"]:
             assert got["details"]["error_type"] == vector["error_type"], key
-            assert "\n" not in got["error"]
+            assert not one_line or "\n" not in got["error"]
 
 
 # -------------------------------------------------------------- multi-turn verdict parity
@@ -234,13 +244,7 @@ def test_multi_turn_items_get_the_official_verdict(
     for mode in ids:
         (pytester.path / f"{mode}.llmeval.yaml").write_text(_manifest(mode, ids[mode]))
     _run(pytester, TurnBrain(scripts, items))
-    results = _results(pytester)
-    assert set(results) == set(chosen)
-    for key, vector in chosen.items():
-        got = results[key]
-        assert (got["outcome"] == "passed") == vector["valid"], (key, vector["mutation"], got)
-        if not vector["valid"]:
-            assert got["details"]["error_type"] == vector["error_type"], key
+    _assert_official_verdicts(_results(pytester), chosen)
 
 
 # ------------------------------------------------------------------ the official requests

@@ -29,3 +29,30 @@ def test_prompt_arithmetic_that_would_explode_is_a_decode_failure_at_once(value:
     with pytest.raises(DecodeError, match=r"too (large|long) to evaluate"):
         decode_prompt_python(f"[f(x={value})]")
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "power(base=10, exponent=1000000000000000000)",  # 10**(10**18): an endless C loop
+        "logarithm(value=10, base=2, precision=1000000000)",  # mpmath at 10**9 digits
+        "square_root(number=2, precision=1000000000)",  # decimal at 10**9 digits
+        "multiply(a=0x" + "f" * 500_000 + ", b=0x" + "f" * 500_000 + ")",  # hex is not capped
+    ],
+)
+def test_a_backend_call_that_would_compute_without_end_is_that_calls_error(call: str) -> None:
+    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
+    from pytest_llmeval.tools.bfcl_execute import BackendSession
+
+    try:
+        instances = backends.new_instances(["MathAPI"], {}, long_context=False)
+    except backends.BackendsMissing:
+        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+    session = BackendSession(instances, label="m", entry_id="multi_turn_base_0")
+    started = time.monotonic()
+    [result] = session.execute([call])
+    assert result.text.startswith("Error during execution: ")
+    assert "not run" in result.text
+    assert time.monotonic() - started < 5
+    [fine] = session.execute(["power(base=2, exponent=10)", "add(a=1, b=2)"])[:1]
+    assert fine.text == '{"result": 1024}'

@@ -171,6 +171,7 @@ class BackendSession:
             compile(text, "<string>", "eval", dont_inherit=True)
             tree = ast.parse(text, filename="<string>", mode="eval")
             value = self._value(tree.body)
+            format_result(value)  # formatting is inside the official try too (a huge int)
         except Exception as exc:  # the official executor reports every Exception as text
             return CallResult(call, error=exc)
         return CallResult(call, value=value)

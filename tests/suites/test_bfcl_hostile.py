@@ -56,3 +56,19 @@ def test_a_backend_call_that_would_compute_without_end_is_that_calls_error(call:
     assert time.monotonic() - started < 5
     [fine] = session.execute(["power(base=2, exponent=10)", "add(a=1, b=2)"])[:1]
     assert fine.text == '{"result": 1024}'
+
+
+def test_a_backend_result_that_cannot_be_written_is_that_calls_error_as_officially() -> None:
+    """``power(base=10, exponent=5000)`` returns an int of 5,001 digits, past Python's limit
+    for ``str``: the official executor formats inside its ``try``, so the call's result is
+    ``Error during execution: Exceeds the limit ...``, never a crashed case."""
+    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
+    from pytest_llmeval.tools.bfcl_execute import BackendSession
+
+    try:
+        instances = backends.new_instances(["MathAPI"], {}, long_context=False)
+    except backends.BackendsMissing:
+        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+    session = BackendSession(instances, label="m", entry_id="multi_turn_base_0")
+    [result] = session.execute(["power(base=10, exponent=5000)"])
+    assert result.text.startswith("Error during execution: Exceeds the limit (4300 digits)")

@@ -171,6 +171,7 @@ class BackendSession:
             compile(text, "<string>", "eval", dont_inherit=True)
             tree = ast.parse(text, filename="<string>", mode="eval")
             value = self._value(tree.body)
+            format_result(value)  # formatting is inside the official try too (a huge int)
         except Exception as exc:  # the official executor reports every Exception as text
             return CallResult(call, error=exc)
         return CallResult(call, value=value)
@@ -238,4 +239,45 @@ class BackendSession:
             if keyword.arg is None:
                 raise UnsupportedCall("**arguments are not run")
             kwargs[keyword.arg] = self._value(keyword.value)
+        _refuse_unbounded(method, args, kwargs)
         return method(*args, **kwargs)
+
+
+MAX_INT_BITS = 1_000_000
+"""The widest integer argument passed to a backend (a hex literal is not capped by Python)."""
+
+MAX_PRECISION = 10_000
+"""The largest ``precision`` passed to ``MathAPI.logarithm`` and ``square_root`` (digits)."""
+
+
+def _refuse_unbounded(method: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Refuse arguments on which a backend would compute without end, in C, where nothing can
+    interrupt it: a huge integer anywhere, ``MathAPI.power`` over a huge integer result, or a
+    huge ``precision`` (the official executor just runs them, and hangs)."""
+    pending: list[Any] = [*args, *kwargs.values()]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise UnsupportedCall("an integer argument too large is not run")
+        if isinstance(value, list | tuple | set):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend([*value.keys(), *value.values()])
+    if type(getattr(method, "__self__", None)).__name__ != "MathAPI":
+        return
+    try:
+        bound = inspect.signature(method).bind(*args, **kwargs).arguments
+    except TypeError:
+        return  # the real call raises the official error
+    precision = bound.get("precision")
+    if isinstance(precision, int | float) and precision > MAX_PRECISION:
+        raise UnsupportedCall(f"a precision over {MAX_PRECISION} digits is not run")
+    base, exponent = bound.get("base"), bound.get("exponent")
+    if (
+        method.__name__ == "power"
+        and isinstance(base, int)
+        and isinstance(exponent, int)
+        and abs(base) > 1
+        and exponent * abs(base).bit_length() > MAX_INT_BITS
+    ):
+        raise UnsupportedCall("a power too large is not run")

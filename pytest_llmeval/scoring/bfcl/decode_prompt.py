@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 import warnings
 from collections.abc import Callable
+from itertools import compress
 from typing import Any
 
 from pytest_llmeval.scoring.bfcl.calls import DOUBLE_STAR, DecodedCall, DecodeError
@@ -66,6 +68,11 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Not: operator.not_,
 }
 
+_SIZED = frozenset({str, bytes, list, tuple, set, dict})
+"""The types whose results :func:`_check_weight` counts."""
+
+_FORMAT_SPEC = re.compile(r"%[^a-zA-Z%]*")
+
 _EVAL_ERRORS = (TypeError, ValueError, ArithmeticError, RecursionError, MemoryError)
 
 
@@ -89,21 +96,21 @@ def decode_prompt_python(text: str) -> list[DecodedCall]:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise DecodeError(f"not Python call syntax: {exc}") from exc
     try:
-        return _calls(tree.body)
+        return _calls(tree.body, [MAX_REPEAT_LENGTH])
     except _EVAL_ERRORS as exc:
         raise DecodeError(f"cannot read a value: {exc}") from exc
 
 
-def _calls(body: ast.expr) -> list[DecodedCall]:
+def _calls(body: ast.expr, budget: list[int]) -> list[DecodedCall]:
     if isinstance(body, ast.Call):
-        return [_call(body)]
+        return [_call(body, budget)]
     if not isinstance(body, ast.List | ast.Tuple | ast.Set):
         raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
     calls: list[DecodedCall] = []
     for element in body.elts:
         if not isinstance(element, ast.Call):
             raise DecodeError(f"expected a call, got {type(element).__name__}")
-        calls.append(_call(element))
+        calls.append(_call(element, budget))
     return calls
 
 
@@ -118,15 +125,15 @@ def _call_name(func: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def _call(node: ast.Call) -> DecodedCall:
+def _call(node: ast.Call, budget: list[int]) -> DecodedCall:
     arguments: dict[str, Any] = {}
     for keyword in node.keywords:
         name = DOUBLE_STAR if keyword.arg is None else keyword.arg
-        arguments[name] = _value(keyword.value)
+        arguments[name] = _value(keyword.value, budget)
     return {_call_name(node.func): arguments}
 
 
-def _value(node: ast.expr) -> Any:
+def _value(node: ast.expr, budget: list[int]) -> Any:
     """One argument value, by the official decoder's rules (module docstring)."""
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
@@ -136,17 +143,17 @@ def _value(node: ast.expr) -> Any:
         literal: Any = node.operand.value
         return -literal  # the official reading, whatever the operator
     if isinstance(node, ast.List):
-        return [_value(element) for element in node.elts]
+        return [_value(element, budget) for element in node.elts]
     if isinstance(node, ast.Tuple):
-        return tuple(_value(element) for element in node.elts)
+        return tuple(_value(element, budget) for element in node.elts)
     if isinstance(node, ast.Dict):
-        return {_value(key): _value(value) for key, value in _entries(node)}
+        return {_value(key, budget): _value(value, budget) for key, value in _entries(node)}
     if isinstance(node, ast.BinOp):
-        return _arith(node)
+        return _arith(node, budget)
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Call):
-        return _call(node) if node.keywords else ast.unparse(node)
+        return _call(node, budget) if node.keywords else ast.unparse(node)
     if isinstance(node, ast.Subscript):
         return f"{ast.unparse(node.value)}[{ast.unparse(node.slice)}]"
     raise DecodeError(f"unsupported value: {type(node).__name__}")
@@ -162,24 +169,26 @@ def _entries(node: ast.Dict) -> list[tuple[ast.expr, ast.expr]]:
     return entries
 
 
-def _arith(node: ast.expr) -> Any:
+def _arith(node: ast.expr, budget: list[int]) -> Any:
     """Evaluate arithmetic over literals as Python would; anything else is a decode failure."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_arith(node.operand))
+        return _UNARY[type(node.op)](_arith(node.operand, budget))
     if isinstance(node, ast.BinOp):
-        left, right = _arith(node.left), _arith(node.right)
+        left, right = _arith(node.left, budget), _arith(node.right, budget)
         _check_size(node.op, left, right)
-        return _BINARY[type(node.op)](left, right)
+        result = _BINARY[type(node.op)](left, right)
+        _check_weight(result, budget)
+        return result
     if isinstance(node, ast.List):
-        return [_arith(element) for element in node.elts]
+        return [_arith(element, budget) for element in node.elts]
     if isinstance(node, ast.Tuple):
-        return tuple(_arith(element) for element in node.elts)
+        return tuple(_arith(element, budget) for element in node.elts)
     if isinstance(node, ast.Set):
-        return {_arith(element) for element in node.elts}
+        return {_arith(element, budget) for element in node.elts}
     if isinstance(node, ast.Dict):
-        return {_arith(key): _arith(value) for key, value in _entries(node)}
+        return {_arith(key, budget): _arith(value, budget) for key, value in _entries(node)}
     raise DecodeError(
         f"arithmetic over {type(node).__name__} is not evaluated "
         "(the official decoder would eval it)"
@@ -203,3 +212,41 @@ def _check_size(op: ast.operator, left: Any, right: Any) -> None:
                 raise DecodeError("a repetition too long to evaluate")
     if isinstance(op, ast.LShift) and isinstance(right, int) and right > MAX_SHIFT:
         raise DecodeError("a shift too large to evaluate")
+    if (
+        isinstance(op, ast.Mult)
+        and isinstance(left, int)
+        and isinstance(right, int)
+        and left.bit_length() + right.bit_length() > MAX_POWER_BITS
+    ):
+        raise DecodeError("a product too large to evaluate")
+    if isinstance(op, ast.Mod) and isinstance(left, str | bytes):
+        # printf-style formatting: a width or precision builds a string that long
+        text = left.decode("latin-1") if isinstance(left, bytes) else left
+        specs = _FORMAT_SPEC.findall(text)
+        if (
+            any("*" in spec for spec in specs)
+            or sum(int(digits) for spec in specs for digits in re.findall(r"\d+", spec))
+            > MAX_REPEAT_LENGTH
+        ):
+            raise DecodeError("a formatting too long to evaluate")
+
+
+def _check_weight(value: Any, budget: list[int]) -> None:
+    """Spend the size of a computed result from the reply's budget (``[MAX_REPEAT_LENGTH]`` per
+    reply); refuse once it is spent. Elements are counted through shared references
+    (``[[1] * 10**7] * 10**7``), whose writing-out would not end, and every computed result
+    counts, so many large computations in one reply fail too."""
+    if type(value) not in _SIZED:
+        return
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        budget[0] -= len(item)
+        if budget[0] < 0:
+            break
+        if isinstance(item, dict):
+            item = [*item.keys(), *item.values()]
+        if not isinstance(item, str | bytes):  # only what has a size is walked (at C speed)
+            pending.extend(compress(item, map(_SIZED.__contains__, map(type, item))))
+    if budget[0] < 0:
+        raise DecodeError("a value too large to evaluate")

@@ -14,7 +14,10 @@ Two projects are built in a temporary folder, each with N cases:
   irrelevance and the six live ones) copied round-robin under fresh ids
   (``<category>_<k>``), each question tagged ``[#k]`` so that every item makes its own request;
   and a ``suite: bfcl`` manifest with ``data:`` and ``mode: fc``;
-* ``golden``: N golden rows (``cases.eval.jsonl``), the model's echo being the answer.
+* ``golden``: N golden rows (``cases.eval.jsonl``), the model's echo being the answer;
+* ``golden-matched``: the same rows, except that the k of every BFCL item that failed when
+  recorded expect another answer: the same cases fail in both (a failure costs pytest its
+  report and its summary section), so the comparison is like for like.
 
 Both are recorded once through the real record path (``--llmeval-runner openai
 --llmeval-record new``) against the project's loopback ``OpenAIServer`` in a process of its
@@ -191,9 +194,26 @@ def _outcomes(output: str) -> str:
     return lines[-1].strip() if lines else output[-300:]
 
 
+def failed_ks(run_dir: Path) -> set[int]:
+    """The k of every BFCL item that did not pass in the recorded run."""
+    rows = _rows(run_dir / "results.jsonl")
+    return {int(r["case_id"].rsplit("_", 1)[1]) for r in rows if r["outcome"] != "passed"}
+
+
+def write_golden(folder: Path, n: int, failing: set[int]) -> None:
+    """``write_cases``' N rows, where the k in ``failing`` expect another answer."""
+    rows = []
+    for k in range(n):
+        text = f"message {k}"
+        expected = f"not {text}" if k in failing else text
+        rows.append(json.dumps({"id": f"c{k:06d}", "input": text, "expected_output": expected}))
+    write_files(folder, {"cases.eval.jsonl": "\n".join(rows) + "\n"})
+
+
 def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
     bfcl = root / "bfcl"
     golden = root / "golden"
+    matched = root / "golden-matched"
     replies = write_bfcl(bfcl, n)
     write_cases(golden / "cases.eval.jsonl", n)
     write_files(golden, {})
@@ -207,12 +227,14 @@ def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
         record = pytest_command(
             "--llmeval-runner", "openai", f"--llmeval-base-url={url}",
             "--llmeval-model=test-model", "--llmeval-deterministic=yes",
-            "--llmeval-record=new", out,
+            "--llmeval-record=new",
         )  # fmt: skip
-        for folder in (bfcl, golden):
-            sample = run(record, folder, mine, ok_codes=(0, 1))
+        for folder in (bfcl, golden, matched):
+            if folder is matched:
+                write_golden(matched, n, failed_ks(root / "recorded-bfcl"))
+            done = root / f"recorded-{folder.name}"
+            sample = run([*record, f"--llmeval-run-dir={done}"], folder, mine, ok_codes=(0, 1))
             print(f"recorded {folder.name}: {_outcomes(sample.output)} ({sample.wall_s:.1f}s)")
-            shutil.rmtree(runs, ignore_errors=True)
     replay = pytest_command("--llmeval-runner", "replay", out)
 
     def replayed(folder: Path, env: dict[str, str]) -> Callable[[], Sample]:
@@ -224,7 +246,11 @@ def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
 
         return go
 
-    variants = {"golden": replayed(golden, mine), "bfcl": replayed(bfcl, mine)}
+    variants = {
+        "golden": replayed(golden, mine),
+        "golden-matched": replayed(matched, mine),
+        "bfcl": replayed(bfcl, mine),
+    }
     if baseline is not None:
         base_env = baseline_env(env, baseline)
         variants["bfcl@baseline"] = replayed(bfcl, base_env)
@@ -235,12 +261,24 @@ def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
             raise SystemExit(f"{name}: not {n} cases run:\n{b.last_output[-800:]}")
     print(f"\n## BFCL single-turn replay against golden: N={n} (best of {repeats})")
     print_table(
-        ["variant", "best wall", "/ golden", "peak RSS", "/ golden", "all walls", "outcome"],
+        [
+            "variant",
+            "best wall",
+            "/ golden",
+            "best CPU",
+            "/ golden",
+            "peak RSS",
+            "/ golden",
+            "all walls",
+            "outcome",
+        ],
         [
             [
                 name,
                 f"{b.wall_s:.2f}s",
                 ratio(b.wall_s, best["golden"].wall_s),
+                f"{b.cpu_s:.2f}s",
+                ratio(b.cpu_s, best["golden"].cpu_s),
                 f"{b.maxrss_mb:.0f} MB",
                 ratio(b.maxrss_mb, best["golden"].maxrss_mb),
                 " ".join(f"{w:.2f}" for w in b.walls),
@@ -253,6 +291,16 @@ def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
     print(f"\n- bfcl / golden: {value:.2f}x (target <= {TARGET:.2f}x: {verdict(value, TARGET)})")
     per = (best["bfcl"].wall_s - best["golden"].wall_s) / n * 1e6
     print(f"- bfcl above golden per case: {per:.0f} us")
+    cpu = best["bfcl"].cpu_s / best["golden"].cpu_s
+    print(
+        f"- bfcl / golden, CPU time: {cpu:.2f}x (target <= {TARGET:.2f}x: {verdict(cpu, TARGET)})"
+    )
+    matched = best["golden-matched"]
+    print(
+        f"- bfcl / golden-matched (the same cases fail in both): wall "
+        f"{ratio(best['bfcl'].wall_s, matched.wall_s)}, "
+        f"CPU {ratio(best['bfcl'].cpu_s, matched.cpu_s)}"
+    )
     if baseline is not None:
         mine_s, base_s = best["bfcl"].wall_s, best["bfcl@baseline"].wall_s
         print(f"- this checkout / --baseline: {ratio(mine_s, base_s)}")

@@ -44,6 +44,7 @@ def _smoke(script: str, *args: str) -> str:
 
 
 SMOKE_TESTS = {
+    "bench_bfcl.py": "test_bfcl_smoke",
     "bench_collection.py": "test_collection_smoke",
     "bench_dispatch.py": "test_dispatch_smoke",
     "bench_integration_scoring.py": "test_integration_scoring_smoke",
@@ -90,6 +91,12 @@ def test_collection_smoke() -> None:
     out = _smoke("bench_collection.py")
     assert "## collection: N=200" in out
     assert "collection llmeval / plain" in out and "peak RSS llmeval / plain" in out
+
+
+def test_bfcl_smoke() -> None:
+    out = _smoke("bench_bfcl.py")
+    assert "recorded bfcl:" in out and "recorded golden: 40 passed" in out
+    assert "| bfcl |" in out and "bfcl / golden:" in out
 
 
 def test_dispatch_smoke() -> None:

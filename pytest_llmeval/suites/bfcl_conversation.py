@@ -126,8 +126,13 @@ def language_hint(functions: Sequence[Doc], category: str) -> list[Doc]:
 
 def openai_tools(functions: Sequence[Doc]) -> list[dict[str, Any]]:
     """The docs as OpenAI Chat Completions tools (the official ``convert_to_tool``)."""
+    return _tools_of_copies(copy.deepcopy(list(functions)))
+
+
+def _tools_of_copies(docs: list[Doc]) -> list[dict[str, Any]]:
+    """:func:`openai_tools` of docs the caller owns (changed in place, not copied again)."""
     tools = []
-    for doc in copy.deepcopy(list(functions)):
+    for doc in docs:
         if "." in doc["name"]:
             doc["name"] = doc["name"].replace(".", "_")
         doc["parameters"]["type"] = "object"
@@ -175,7 +180,7 @@ def tools_for(
     docs = language_hint(item.functions, item.category)
     for turn in revealed:
         docs.extend(copy.deepcopy(item.missed_function.get(turn, [])))
-    return openai_tools(docs) or None
+    return _tools_of_copies(docs) or None  # docs: fresh deep copies already
 
 
 def revealed_turns(item: BfclItem, turn_index: int) -> list[str]:

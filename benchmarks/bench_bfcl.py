@@ -1,0 +1,325 @@
+"""BFCL single-turn items replayed from cassettes against the golden suite on as many cases.
+
+    python benchmarks/bench_bfcl.py              # N=2,000, best of 3
+    python benchmarks/bench_bfcl.py --quick      # N=500, best of 2
+    python benchmarks/bench_bfcl.py --smoke      # N=40, once (a test's check)
+    python benchmarks/bench_bfcl.py --n 5000 --repeats 5
+    python benchmarks/bench_bfcl.py --baseline /tmp/base   # + another copy, side by side
+
+Two projects are built in a temporary folder, each with N cases:
+
+* ``bfcl``: a BFCL data folder in the official layout (``BFCL_v4_<category>.json`` and
+  ``possible_answer/``) of N single-turn items: the vendored rows of ``tests/data/bfcl`` (every
+  single-turn category: simple in three languages, multiple, parallel, parallel_multiple,
+  irrelevance and the six live ones) copied round-robin under fresh ids
+  (``<category>_<k>``), each question tagged ``[#k]`` so that every item makes its own request;
+  and a ``suite: bfcl`` manifest with ``data:`` and ``mode: fc``;
+* ``golden``: N golden rows (``cases.eval.jsonl``), the model's echo being the answer;
+* ``golden-matched``: the same rows, except that the k of every BFCL item that failed when
+  recorded expect another answer: the same cases fail in both (a failure costs pytest its
+  report and its summary section), so the comparison is like for like.
+
+Both are recorded once through the real record path (``--llmeval-runner openai
+--llmeval-record new``) against the project's loopback ``OpenAIServer`` in a process of its
+own, which answers a BFCL item with the first choice of each argument of its ground truth (a
+call for relevance items, text for irrelevance ones) and a golden row with its echo. Then
+both are replayed from their cassettes (``--llmeval-runner replay``), each a fresh
+``python -m pytest`` subprocess, alternating, best of R; the replays are what is compared.
+Target (issue 31): the BFCL replay takes at most 1.3x the golden one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _harness import (
+    PYTHON,
+    Sample,
+    baseline_env,
+    best_of,
+    checkout_env,
+    clean_env,
+    print_table,
+    pytest_command,
+    ratio,
+    run,
+    verdict,
+    write_cases,
+    write_files,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "bfcl"
+CATEGORIES = (
+    "simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+    "parallel_multiple", "irrelevance", "live_simple", "live_multiple", "live_parallel",
+    "live_parallel_multiple", "live_irrelevance", "live_relevance",
+)  # fmt: skip
+TARGET = 1.3
+MANIFEST = "suite: bfcl\ndata: bfcl_data\nmode: fc\n"
+
+SERVER = """
+import json, re, sys
+from pytest_llmeval.testing.openai_server import ChatAnswer, OpenAIServer, echo_chat
+
+answers = json.load(open(sys.argv[1], encoding="utf-8"))
+tag = re.compile(r"\\[#(\\d+)\\]")
+
+def brain(body):
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            found = tag.search(str(message.get("content") or ""))
+            if found is None:
+                break
+            calls = answers[found.group(1)]
+            if calls is None:
+                return ChatAnswer(content="I cannot help with that using these functions.")
+            return ChatAnswer(tool_calls=[
+                {"id": f"call_{i}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for i, (name, arguments) in enumerate(calls)
+            ])
+    return echo_chat(body)
+
+server = OpenAIServer(chat=brain, models=None)
+server.start()
+print(server.base_url, flush=True)
+sys.stdin.read()
+server.stop()
+"""
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def _reply(truth: list[dict[str, Any]] | None) -> Any:
+    """What the loopback model answers: the ground truth's first choices, in fc names."""
+    if truth is None:
+        return None
+    calls = []
+    for call in truth:
+        ((name, arguments),) = call.items()
+        calls.append((name.replace(".", "_"), _first_choices(arguments)))
+    return calls
+
+
+def _first_choices(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Each argument's first accepted value (a nested dict's too); optional ones left out."""
+    chosen = {}
+    for key, options in arguments.items():
+        if not options or options[0] == "":
+            continue
+        value = options[0]
+        if isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
+            value = _first_choices(value)
+        chosen[key] = value
+    return chosen
+
+
+def write_bfcl(folder: Path, n: int) -> dict[str, Any]:
+    """N single-turn items under ``folder/bfcl_data`` and the manifest; k -> the reply."""
+    pool: list[tuple[str, dict[str, Any], list[dict[str, Any]] | None]] = []
+    for category in CATEGORIES:
+        answers = DATA / "possible_answer" / f"BFCL_v4_{category}.json"
+        truths = {r["id"]: r["ground_truth"] for r in _rows(answers)} if answers.is_file() else {}
+        for row in _rows(DATA / f"BFCL_v4_{category}.json"):
+            truth = truths.get(row["id"])
+            if category == "live_relevance":  # any call passes: call the first function
+                truth = [{row["function"][0]["name"]: {}}]
+            pool.append((category, row, truth))
+    data = folder / "bfcl_data"
+    (data / "possible_answer").mkdir(parents=True)
+    shutil.copy(DATA / "NOTICE", data / "NOTICE")
+    items: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+    truths_out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+    replies: dict[str, Any] = {}
+    for k in range(n):
+        category, row, truth = pool[k % len(pool)]
+        new_id = f"{category}_{k}"
+        question = json.loads(json.dumps(row["question"]))
+        turn = question[0]
+        last = max(i for i, m in enumerate(turn) if m["role"] == "user")
+        turn[last]["content"] = f"{turn[last]['content']} [#{k}]"
+        items[category].append(json.dumps({**row, "id": new_id, "question": question}))
+        if truth is not None and category != "live_relevance":
+            truths_out[category].append(json.dumps({"id": new_id, "ground_truth": truth}))
+        replies[str(k)] = _reply(truth)
+    for category in CATEGORIES:
+        if items[category]:
+            name = f"BFCL_v4_{category}.json"
+            (data / name).write_text("\n".join(items[category]) + "\n", "utf-8")
+            if truths_out[category]:
+                text = "\n".join(truths_out[category]) + "\n"
+                (data / "possible_answer" / name).write_text(text, "utf-8")
+    write_files(folder, {"bfcl.llmeval.yaml": MANIFEST})
+    return replies
+
+
+@contextmanager
+def answering_server(answers: Path, env: dict[str, str]) -> Iterator[str]:
+    """The loopback ``OpenAIServer`` (own process) answering from ``answers``."""
+    proc = subprocess.Popen(
+        [PYTHON, "-c", SERVER, str(answers)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise SystemExit("the loopback OpenAI server did not start")
+        yield url
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _outcomes(output: str) -> str:
+    lines = [line for line in output.splitlines() if " in " in line and "===" not in line]
+    return lines[-1].strip() if lines else output[-300:]
+
+
+def failed_ks(run_dir: Path) -> set[int]:
+    """The k of every BFCL item that did not pass in the recorded run."""
+    rows = _rows(run_dir / "results.jsonl")
+    return {int(r["case_id"].rsplit("_", 1)[1]) for r in rows if r["outcome"] != "passed"}
+
+
+def write_golden(folder: Path, n: int, failing: set[int]) -> None:
+    """``write_cases``' N rows, where the k in ``failing`` expect another answer."""
+    rows = []
+    for k in range(n):
+        text = f"message {k}"
+        expected = f"not {text}" if k in failing else text
+        rows.append(json.dumps({"id": f"c{k:06d}", "input": text, "expected_output": expected}))
+    write_files(folder, {"cases.eval.jsonl": "\n".join(rows) + "\n"})
+
+
+def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
+    bfcl = root / "bfcl"
+    golden = root / "golden"
+    matched = root / "golden-matched"
+    replies = write_bfcl(bfcl, n)
+    write_cases(golden / "cases.eval.jsonl", n)
+    write_files(golden, {})
+    answers = root / "answers.json"
+    answers.write_text(json.dumps(replies), "utf-8")
+    env = clean_env()
+    mine = checkout_env(env)
+    runs = root / "runs"
+    out = f"--llmeval-output-root={runs}"
+    with answering_server(answers, mine) as url:
+        record = pytest_command(
+            "--llmeval-runner", "openai", f"--llmeval-base-url={url}",
+            "--llmeval-model=test-model", "--llmeval-deterministic=yes",
+            "--llmeval-record=new",
+        )  # fmt: skip
+        for folder in (bfcl, golden, matched):
+            if folder is matched:
+                write_golden(matched, n, failed_ks(root / "recorded-bfcl"))
+            done = root / f"recorded-{folder.name}"
+            sample = run([*record, f"--llmeval-run-dir={done}"], folder, mine, ok_codes=(0, 1))
+            print(f"recorded {folder.name}: {_outcomes(sample.output)} ({sample.wall_s:.1f}s)")
+    replay = pytest_command("--llmeval-runner", "replay", out)
+
+    def replayed(folder: Path, env: dict[str, str]) -> Callable[[], Sample]:
+        def go() -> Sample:
+            try:
+                return run(replay, folder, env, ok_codes=(0, 1))
+            finally:
+                shutil.rmtree(runs, ignore_errors=True)
+
+        return go
+
+    variants = {
+        "golden": replayed(golden, mine),
+        "golden-matched": replayed(matched, mine),
+        "bfcl": replayed(bfcl, mine),
+    }
+    if baseline is not None:
+        base_env = baseline_env(env, baseline)
+        variants["bfcl@baseline"] = replayed(bfcl, base_env)
+    best = best_of(variants, repeats)
+    for name, b in best.items():
+        done = _outcomes(b.last_output)
+        if str(n) not in done.replace(",", "") and "passed" not in done:
+            raise SystemExit(f"{name}: not {n} cases run:\n{b.last_output[-800:]}")
+    print(f"\n## BFCL single-turn replay against golden: N={n} (best of {repeats})")
+    print_table(
+        [
+            "variant",
+            "best wall",
+            "/ golden",
+            "best CPU",
+            "/ golden",
+            "peak RSS",
+            "/ golden",
+            "all walls",
+            "outcome",
+        ],
+        [
+            [
+                name,
+                f"{b.wall_s:.2f}s",
+                ratio(b.wall_s, best["golden"].wall_s),
+                f"{b.cpu_s:.2f}s",
+                ratio(b.cpu_s, best["golden"].cpu_s),
+                f"{b.maxrss_mb:.0f} MB",
+                ratio(b.maxrss_mb, best["golden"].maxrss_mb),
+                " ".join(f"{w:.2f}" for w in b.walls),
+                _outcomes(b.last_output),
+            ]
+            for name, b in best.items()
+        ],
+    )
+    value = best["bfcl"].wall_s / best["golden"].wall_s
+    print(f"\n- bfcl / golden: {value:.2f}x (target <= {TARGET:.2f}x: {verdict(value, TARGET)})")
+    per = (best["bfcl"].wall_s - best["golden"].wall_s) / n * 1e6
+    print(f"- bfcl above golden per case: {per:.0f} us")
+    cpu = best["bfcl"].cpu_s / best["golden"].cpu_s
+    print(
+        f"- bfcl / golden, CPU time: {cpu:.2f}x (target <= {TARGET:.2f}x: {verdict(cpu, TARGET)})"
+    )
+    matched = best["golden-matched"]
+    print(
+        f"- bfcl / golden-matched (the same cases fail in both): wall "
+        f"{ratio(best['bfcl'].wall_s, matched.wall_s)}, "
+        f"CPU {ratio(best['bfcl'].cpu_s, matched.cpu_s)}"
+    )
+    if baseline is not None:
+        mine_s, base_s = best["bfcl"].wall_s, best["bfcl@baseline"].wall_s
+        print(f"- this checkout / --baseline: {ratio(mine_s, base_s)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--n", type=int, help="number of cases (default 2000)")
+    parser.add_argument("--repeats", type=int, help="best of R (default 3)")
+    parser.add_argument("--quick", action="store_true", help="N=500, best of 2")
+    parser.add_argument("--smoke", action="store_true", help="N=40, once (a test's check)")
+    parser.add_argument("--baseline", type=Path, help="another copy of the package, side by side")
+    options = parser.parse_args()
+    n, repeats = (40, 1) if options.smoke else (500, 2) if options.quick else (2000, 3)
+    n = options.n or n
+    repeats = options.repeats or repeats
+    with tempfile.TemporaryDirectory(prefix="llmeval-bench-bfcl-") as tmp:
+        measure(Path(tmp), n, repeats, options.baseline)
+
+
+if __name__ == "__main__":
+    main()

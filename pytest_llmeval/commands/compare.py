@@ -32,6 +32,7 @@ from pytest_llmeval.report.run_matrix import (
 )
 from pytest_llmeval.rundir.files import is_run_dir, write_text
 from pytest_llmeval.rundir.latest import LATEST, resolve_latest
+from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.outcomes import RunOutcomes, read_outcomes
 
 __all__ = ["COMPARE", "FILES", "add_parser", "compare", "run"]
@@ -129,7 +130,8 @@ def resolve_run(arg: str, root: Path = Path(".")) -> Path:
         if (root / arg).exists() or (root / arg).is_symlink():  # root is an output root
             path = root / arg
         else:
-            path = find_run(arg, find_output_roots(root), root)
+            skipped: list[Path] = []
+            path = find_run(arg, find_output_roots(root, skipped), root, skipped)
     if path.name == LATEST:  # the run dir it points at, by its own name
         target = resolve_latest(path)
         if target is not None:
@@ -142,6 +144,11 @@ def _read(path: Path) -> RunOutcomes:
         raise CompareError(f"{path}: no such run dir")
     if not path.is_dir():
         raise CompareError(f"{path}: is not a folder; give a run dir")
+    if not is_run_dir(path) and not RunLayout(path).manifest.exists():
+        raise CompareError(
+            f"{path}: is a folder, not a run dir (no manifest.json, no .llmeval-run tag); give "
+            "a run dir, or a run's name as `python -m pytest_llmeval runs` prints it"
+        )
     try:
         return read_outcomes(path)
     except OSError as exc:  # a folder without read permission, an I/O error: one line

@@ -55,9 +55,7 @@ def test_a_text_latest_naming_a_place_outside_the_root_is_not_followed(tmp_path:
 
 
 @pytest.mark.parametrize("name", ["..", ".", "", f"../../../outside/{RUNS}/{NAME}", "a/b"])
-def test_a_name_with_a_separator_or_dots_never_leaves_the_roots(
-    tmp_path: Path, name: str
-) -> None:
+def test_a_name_with_a_separator_or_dots_never_leaves_the_roots(tmp_path: Path, name: str) -> None:
     run_dir(tmp_path / "outside")
     (tmp_path / "a" / RUNS).mkdir(parents=True)
     with pytest.raises(RunNameError, match="is not a run's name"):
@@ -131,3 +129,27 @@ def test_resolve_run_takes_the_name_of_a_run_under_an_output_root(tmp_path: Path
     real = run_dir(tmp_path)
     assert resolve_run(NAME, tmp_path / RUNS) == real
     assert run_roots.DEFAULT_ROOT == RUNS
+
+
+def test_runs_names_a_folder_it_could_not_search_mocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_llmeval.commands import runs
+
+    (tmp_path / RUNS).mkdir(parents=True)
+    (tmp_path / "locked").mkdir()
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    assert runs.main() == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "pytest_llmeval runs: could not search locked for .llmeval/runs: no read permission? "
+        "give this user access, or give the output root: runs ROOT"
+    ]

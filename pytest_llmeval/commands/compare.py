@@ -144,13 +144,15 @@ def _read(path: Path) -> RunOutcomes:
         raise CompareError(f"{path}: no such run dir")
     if not path.is_dir():
         raise CompareError(f"{path}: is not a folder; give a run dir")
-    if not is_run_dir(path) and not RunLayout(path).manifest.exists():
-        raise CompareError(
-            f"{path}: is a folder, not a run dir (no manifest.json, no .llmeval-run tag); give "
-            "a run dir, or a run's name as `python -m pytest_llmeval runs` prints it"
-        )
     try:
         return read_outcomes(path)
+    except RunDirError:
+        if is_run_dir(path) or RunLayout(path).manifest.exists():
+            raise
+        raise CompareError(
+            f"{path}: is a folder, not a run dir (no manifest.json, no .llmeval-run tag); "
+            "give a run dir, or a run's name as `python -m pytest_llmeval runs` prints it"
+        ) from None
     except OSError as exc:  # a folder without read permission, an I/O error: one line
         where = f" ({exc.filename})" if exc.filename else ""
         raise CompareError(

@@ -32,6 +32,7 @@ from pytest_llmeval.report.run_matrix import (
 )
 from pytest_llmeval.rundir.files import is_run_dir, write_text
 from pytest_llmeval.rundir.latest import LATEST, resolve_latest
+from pytest_llmeval.rundir.layout import RunLayout
 from pytest_llmeval.rundir.outcomes import RunOutcomes, read_outcomes
 
 __all__ = ["COMPARE", "FILES", "add_parser", "compare", "run"]
@@ -129,7 +130,8 @@ def resolve_run(arg: str, root: Path = Path(".")) -> Path:
         if (root / arg).exists() or (root / arg).is_symlink():  # root is an output root
             path = root / arg
         else:
-            path = find_run(arg, find_output_roots(root), root)
+            skipped: list[Path] = []
+            path = find_run(arg, find_output_roots(root, skipped), root, skipped)
     if path.name == LATEST:  # the run dir it points at, by its own name
         target = resolve_latest(path)
         if target is not None:
@@ -144,6 +146,13 @@ def _read(path: Path) -> RunOutcomes:
         raise CompareError(f"{path}: is not a folder; give a run dir")
     try:
         return read_outcomes(path)
+    except RunDirError:
+        if is_run_dir(path) or RunLayout(path).manifest.exists():
+            raise
+        raise CompareError(
+            f"{path}: is a folder, not a run dir (no manifest.json, no .llmeval-run tag); "
+            "give a run dir, or a run's name as `python -m pytest_llmeval runs` prints it"
+        ) from None
     except OSError as exc:  # a folder without read permission, an I/O error: one line
         where = f" ({exc.filename})" if exc.filename else ""
         raise CompareError(

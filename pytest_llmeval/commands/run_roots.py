@@ -19,7 +19,15 @@ from pytest_llmeval.core.errors import RunDirError
 from pytest_llmeval.rundir.files import is_run_dir
 from pytest_llmeval.rundir.latest import LATEST, resolve_latest
 
-__all__ = ["DEFAULT_ROOT", "PRUNED", "RunNameError", "find_output_roots", "find_run", "shown"]
+__all__ = [
+    "DEFAULT_ROOT",
+    "PRUNED",
+    "RunNameError",
+    "find_output_roots",
+    "find_run",
+    "shown",
+    "unsearched",
+]
 
 DEFAULT_ROOT = Path(".llmeval/runs")
 """The plugin's default ``--llmeval-output-root``, relative to the pytest rootdir."""
@@ -40,10 +48,18 @@ class RunNameError(RunDirError):
     """A run named by ``compare`` that is under no output root, or under more than one."""
 
 
-def find_output_roots(start: Path) -> list[Path]:
-    """Every ``.llmeval/runs`` folder at or below ``start``, sorted, as paths under ``start``."""
+def find_output_roots(start: Path, skipped: list[Path] | None = None) -> list[Path]:
+    """Every ``.llmeval/runs`` folder at or below ``start``, sorted, as paths under ``start``.
+
+    A folder that cannot be listed (no read permission) may hold runs: it is added to
+    ``skipped`` so the caller can name it, never passed over in silence."""
     found: list[Path] = []
-    for here, folders, _ in os.walk(start, followlinks=False):
+
+    def unsearchable(exc: OSError) -> None:
+        if skipped is not None:
+            skipped.append(Path(exc.filename) if exc.filename else start)
+
+    for here, folders, _ in os.walk(start, onerror=unsearchable, followlinks=False):
         base = Path(here)
         if base.name == _HIDDEN_KEPT:  # only its runs/ is ours to look at
             if (base / DEFAULT_ROOT.name).is_dir():
@@ -65,25 +81,42 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def find_run(name: str, roots: Sequence[Path], where: Path) -> Path:
+def unsearched(skipped: Sequence[Path]) -> str:
+    """The folders :func:`find_output_roots` could not list, as the clause an error ends with."""
+    if not skipped:
+        return ""
+    return (
+        f"; could not search {', '.join(shown(path) for path in skipped)} (no read permission?): "
+        "give this user access, or give the run dir's path"
+    )
+
+
+def find_run(name: str, roots: Sequence[Path], where: Path, skipped: Sequence[Path] = ()) -> Path:
     """The run dir ``name`` (as ``runs`` prints it, or ``latest``) under one of ``roots``.
 
-    ``latest`` is followed to the run dir it points at. A name under no root, or under more
-    than one (two ``latest`` pointers, say), is a :class:`RunNameError` naming the roots and
-    ``--root``."""
+    ``latest`` is followed to the run dir it points at (one that is gone names no run). A
+    name that is not a single folder name (a separator, ``.``, ``..``) is refused, so it never
+    leads out of the roots. A name under no root, or under more than one, is a
+    :class:`RunNameError` naming the roots it looked in, or the run dirs it found, and
+    ``--root``; ``skipped`` (folders that could not be searched) are named too."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise RunNameError(
+            f"{name!r} is not a run's name (a single folder name as `python -m pytest_llmeval "
+            "runs` prints it, or latest); give the run dir's path"
+        )
     if not roots:
         raise RunNameError(
             f"{name}: no such run dir: no {DEFAULT_ROOT} folder in {where} or below it "
             "(pytest writes its runs under the pytest rootdir: after init, "
             f"evals/{DEFAULT_ROOT}); give the run dir's path, or --root the folder its "
-            f"{DEFAULT_ROOT} is in"
+            f"{DEFAULT_ROOT} is in{unsearched(skipped)}"
         )
     hits: list[Path] = []
     for root in roots:
         candidate = root / name
         if name == LATEST:
             target = resolve_latest(candidate)
-            if target is not None:
+            if target is not None and target.is_dir() and is_run_dir(target):
                 hits.append(target)
         elif candidate.is_dir() and is_run_dir(candidate):
             hits.append(candidate)
@@ -92,10 +125,12 @@ def find_run(name: str, roots: Sequence[Path], where: Path) -> Path:
         raise RunNameError(
             f"{name}: no such run dir under {listed}; "
             "`python -m pytest_llmeval runs` lists them, or give the run dir's path"
+            f"{unsearched(skipped)}"
         )
     if len(hits) > 1:
+        found = ", ".join(shown(hit) for hit in hits)
         raise RunNameError(
-            f"{name}: found under more than one output root ({listed}); give the run dir's "
-            "path, or --root the folder of the one you mean"
+            f"{name}: found under more than one output root ({found}); give one of these "
+            "paths, or --root the folder of the one you mean"
         )
     return hits[0]

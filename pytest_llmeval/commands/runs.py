@@ -123,7 +123,14 @@ def main(root: Path | None = None) -> int:
     exit status as the module docstring says."""
     if root is not None:
         return _main(root)
-    roots = find_output_roots(Path.cwd())
+    skipped: list[Path] = []
+    roots = find_output_roots(Path.cwd(), skipped)
+    for folder in skipped:  # it may hold runs: named, and counted as unreadable
+        print(
+            f"pytest_llmeval runs: could not search {shown(folder)} for {DEFAULT_ROOT}: no "
+            "read permission? give this user access, or give the output root: runs ROOT",
+            file=sys.stderr,
+        )
     if not roots:
         print(
             f"pytest_llmeval runs: no {DEFAULT_ROOT} folder here or below (pytest writes its "
@@ -132,7 +139,7 @@ def main(root: Path | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_NO_ROOT
-    codes: list[int] = []
+    codes: list[int] = [EXIT_UNREADABLE if skipped else EXIT_OK]
     for number, found in enumerate(roots):
         if number:
             print()

@@ -154,7 +154,7 @@ def test_compare_refuses_what_it_cannot_read_or_may_not_write(pytester: pytest.P
     cases = {
         "a broken run": ([str(first), str(broken)], "report.json:1: not JSON"),
         "a foreign folder": ([str(first), "foreign"],
-                             "foreign: no manifest.json with settings; is this a run dir?"),
+                             "foreign: is a folder, not a run dir (no manifest.json"),
         "a missing run": ([str(first), "nowhere"], "nowhere: no such run dir"),
         "one run": ([str(first)], "give two runs or more"),
         "a file of the user's": ([str(first), str(second), "--out", "mine"],

@@ -1,6 +1,6 @@
 """Every file a session writes, for the leak check, and pytest's log handlers masked at the source.
 
-The leak check (``plugin/session.py``, after every other writer's ``pytest_sessionfinish``)
+The leak check (``plugin/session_report.py``, after every other writer's ``pytest_sessionfinish``)
 reads every file the session wrote, for each secret's value and its encoded forms:
 
 * the run dir (results, errors, events, the journal, report.json/html, summary.md …);

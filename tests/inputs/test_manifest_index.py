@@ -40,7 +40,8 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_index_reads_a_manifest_once_and_keeps_its_error(tmp_path: Path) -> None:
     (tmp_path / "rows.json").write_text("[]")
     (tmp_path / "ok.llmeval.yaml").write_text("suite: golden\ndata: rows.json\nrepeats: 2\n")
-    (tmp_path / "bad.llmeval.yaml").write_text("suite: golden\n")
+    # no suite: a manifest every suite refuses (data may be left out: BFCL's default folder)
+    (tmp_path / "bad.llmeval.yaml").write_text("data: rows.json\n")
     index = ManifestIndex(tmp_path)
     assert index.targets(tmp_path) == {(tmp_path / "rows.json").resolve()}
     assert index.is_target(tmp_path / "rows.json")

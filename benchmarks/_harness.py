@@ -220,13 +220,15 @@ server.stop()
 
 
 @contextmanager
-def openai_server(latency_s: float) -> Iterator[str]:
-    """An :class:`OpenAIServer` with ``latency_s`` per chat answer, in its own process."""
+def server_process(script: str, arg: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A loopback server: ``script`` run with ``arg`` in its own process, which prints its
+    base URL and serves until its stdin is closed; yields the URL."""
     proc = subprocess.Popen(
-        [PYTHON, "-c", SERVER, repr(latency_s)],
+        [PYTHON, "-c", script, arg],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -241,6 +243,13 @@ def openai_server(latency_s: float) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def openai_server(latency_s: float) -> Iterator[str]:
+    """An :class:`OpenAIServer` with ``latency_s`` per chat answer, in its own process."""
+    with server_process(SERVER, repr(latency_s)) as url:
+        yield url
 
 
 def ratio(a: float, b: float) -> str:

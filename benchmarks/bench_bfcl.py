@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from _harness import (
-    PYTHON,
     Sample,
     baseline_env,
     best_of,
@@ -51,6 +49,7 @@ from _harness import (
     pytest_command,
     ratio,
     run,
+    server_process,
     verdict,
     write_cases,
     write_files,
@@ -167,26 +166,8 @@ def write_bfcl(folder: Path, n: int) -> dict[str, Any]:
 @contextmanager
 def answering_server(answers: Path, env: dict[str, str]) -> Iterator[str]:
     """The loopback ``OpenAIServer`` (own process) answering from ``answers``."""
-    proc = subprocess.Popen(
-        [PYTHON, "-c", SERVER, str(answers)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise SystemExit("the loopback OpenAI server did not start")
+    with server_process(SERVER, str(answers), env) as url:
         yield url
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _outcomes(output: str) -> str:

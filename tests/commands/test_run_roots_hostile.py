@@ -26,6 +26,18 @@ def run_dir(root: Path, name: str = NAME) -> Path:
     return path
 
 
+def _lock_out(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Folders named ``name`` cannot be listed (mocked: the tests may run as root)."""
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if str(path).endswith(name):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
 def test_a_link_loop_a_file_as_output_root_and_an_empty_runs_are_walked_past(
     tmp_path: Path,
 ) -> None:
@@ -80,14 +92,7 @@ def test_a_folder_that_cannot_be_searched_is_named_not_passed_over(
     ``runs`` says it could not search it, and exits 1, instead of reporting nothing found."""
     run_dir(tmp_path / "evals")
     (tmp_path / "locked").mkdir()
-    real = os.scandir
-
-    def scandir(path: object = ".") -> object:
-        if str(path).endswith("locked"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _lock_out(monkeypatch, "locked")
     skipped: list[Path] = []
     assert find_output_roots(tmp_path, skipped) == [tmp_path / "evals" / RUNS]
     assert skipped == [tmp_path / "locked"]
@@ -138,14 +143,7 @@ def test_runs_names_a_folder_it_could_not_search_mocked(
 
     (tmp_path / RUNS).mkdir(parents=True)
     (tmp_path / "locked").mkdir()
-    real = os.scandir
-
-    def scandir(path: object = ".") -> object:
-        if str(path).endswith("locked"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _lock_out(monkeypatch, "locked")
     monkeypatch.chdir(tmp_path)
     assert runs.main() == 1
     err = capsys.readouterr().err

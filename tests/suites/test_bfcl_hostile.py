@@ -7,6 +7,7 @@ is run, nothing hangs or exhausts memory, and nothing passes that was not judged
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,18 @@ def test_prompt_arithmetic_that_would_explode_is_a_decode_failure_at_once(value:
     assert time.monotonic() - started < 5
 
 
+def _math_session() -> Any:
+    """A fresh official MathAPI behind the safe executor (skips without bfcl-eval)."""
+    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
+    from pytest_llmeval.tools.bfcl_execute import BackendSession
+
+    try:
+        instances = backends.new_instances(["MathAPI"], {}, long_context=False)
+    except backends.BackendsMissing:
+        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+    return BackendSession(instances, label="m", entry_id="multi_turn_base_0")
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -41,14 +54,7 @@ def test_prompt_arithmetic_that_would_explode_is_a_decode_failure_at_once(value:
     ],
 )
 def test_a_backend_call_that_would_compute_without_end_is_that_calls_error(call: str) -> None:
-    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
-    from pytest_llmeval.tools.bfcl_execute import BackendSession
-
-    try:
-        instances = backends.new_instances(["MathAPI"], {}, long_context=False)
-    except backends.BackendsMissing:
-        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
-    session = BackendSession(instances, label="m", entry_id="multi_turn_base_0")
+    session = _math_session()
     started = time.monotonic()
     [result] = session.execute([call])
     assert result.text.startswith("Error during execution: ")
@@ -62,13 +68,6 @@ def test_a_backend_result_that_cannot_be_written_is_that_calls_error_as_official
     """``power(base=10, exponent=5000)`` returns an int of 5,001 digits, past Python's limit
     for ``str``: the official executor formats inside its ``try``, so the call's result is
     ``Error during execution: Exceeds the limit ...``, never a crashed case."""
-    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
-    from pytest_llmeval.tools.bfcl_execute import BackendSession
-
-    try:
-        instances = backends.new_instances(["MathAPI"], {}, long_context=False)
-    except backends.BackendsMissing:
-        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
-    session = BackendSession(instances, label="m", entry_id="multi_turn_base_0")
+    session = _math_session()
     [result] = session.execute(["power(base=10, exponent=5000)"])
     assert result.text.startswith("Error during execution: Exceeds the limit (4300 digits)")

@@ -95,12 +95,23 @@ def measure(
     what = "collection" if mode == "collect" else "collection and run (echo runner)"
     print(f"\n## {what}: N={n} (best of {repeats})")
     print_table(
-        ["variant", "best wall", "/ plain", "peak RSS", "/ plain", "all walls"],
+        [
+            "variant",
+            "best wall",
+            "/ plain",
+            "best CPU",
+            "/ plain",
+            "peak RSS",
+            "/ plain",
+            "all walls",
+        ],
         [
             [
                 name,
                 f"{b.wall_s:.2f}s",
                 ratio(b.wall_s, best["plain"].wall_s),
+                f"{b.cpu_s:.2f}s",
+                ratio(b.cpu_s, best["plain"].cpu_s),
                 f"{b.maxrss_mb:.0f} MB",
                 ratio(b.maxrss_mb, best["plain"].maxrss_mb),
                 " ".join(f"{w:.2f}" for w in b.walls),
@@ -121,7 +132,9 @@ def measure(
           f"{(m['plain'] - m['empty']) / n * 1024:.1f} KiB")  # fmt: skip
     if baseline is not None:
         base = "llmeval@baseline"
+        cpu = {name: b.cpu_s for name, b in best.items()}
         print(f"- this checkout / --baseline: wall {ratio(t['llmeval'], t[base])}, "
+              f"CPU {ratio(cpu['llmeval'], cpu[base])}, "
               f"peak RSS {ratio(m['llmeval'], m[base])}")  # fmt: skip
 
 

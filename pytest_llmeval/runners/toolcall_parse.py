@@ -23,6 +23,7 @@ import json
 import re
 from typing import Any
 
+from pytest_llmeval.core.ast_parse import parse
 from pytest_llmeval.core.models import ToolCall
 
 _TAG_OPEN = "<tool_call>"
@@ -132,7 +133,7 @@ def _call_from_value(value: Any, raw: str) -> ToolCall:
 def _parse_pythonic(body: str) -> list[ToolCall] | None:
     """``[f(a=1), g.h(b="x")]`` → calls; ``None`` when it is a list of something else."""
     try:
-        tree = ast.parse(body, mode="eval").body
+        tree = parse(body, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [_unreadable(body)]
     if not isinstance(tree, ast.List) or not tree.elts:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval.core.ast_parse import parse
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.suites.bfcl_data import INSTALL_LINE, package_dir
 
@@ -126,7 +127,7 @@ def literal_constants(source: str) -> dict[str, Any]:
     A value may be a literal, a container of literals, a name assigned earlier, or a ``+`` of
     those (``"{functions}\\n" + OTHER``); any other assignment is left out."""
     constants: dict[str, Any] = {}
-    for node in ast.parse(source).body:
+    for node in parse(source).body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]

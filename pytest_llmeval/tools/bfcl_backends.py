@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_llmeval.core.ast_parse import parse
 from pytest_llmeval.core.errors import ConfigError
 
 __all__ = [
@@ -98,7 +99,7 @@ def _check_empty_inits(root: Path) -> None:
 def _check_imports(path: Path, source: str) -> None:
     """Refuse a backend module importing anything but the standard library, mpmath and
     ``long_context`` (so loading it can never pull the model handlers)."""
-    for node in ast.walk(ast.parse(source, filename=str(path))):
+    for node in ast.walk(parse(source, filename=str(path))):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from pytest_llmeval.core.ast_parse import parse
+
 __all__ = [
     "BLOCKED_NAMES",
     "BackendSession",
@@ -169,7 +171,7 @@ class BackendSession:
             # Compiled (never run) first, for the exact SyntaxError eval would raise: a
             # repeated keyword is found by the compiler, not the parser.
             compile(text, "<string>", "eval", dont_inherit=True)
-            tree = ast.parse(text, filename="<string>", mode="eval")
+            tree = parse(text, mode="eval", filename="<string>")
             value = self._value(tree.body)
             format_result(value)  # formatting is inside the official try too (a huge int)
         except Exception as exc:  # the official executor reports every Exception as text

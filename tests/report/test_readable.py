@@ -81,7 +81,13 @@ def test_summary_md_reads_as_plain_text_in_a_ci_log(pytester: pytest.Pytester) -
     ) in summary
 
 
-def test_a_long_bad_reply_is_printed_once(pytester: pytest.Pytester) -> None:
+def test_a_long_bad_reply_is_printed_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the failure's section (pytest's short summary repeats a failure's whole text on CI,
+    as pytest does for every test there: this checks the terminal a user reads)."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
     reply = " ".join(f"w{i}" for i in range(300))
     write_json(pytester, "qa.golden.json", [{"id": "long", "input": reply, "expected_output": "x"}])
     result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")

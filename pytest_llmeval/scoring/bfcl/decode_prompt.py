@@ -34,6 +34,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
+from pytest_llmeval.core.ast_parse import parse
 from pytest_llmeval.scoring.bfcl.calls import DOUBLE_STAR, DecodedCall, DecodeError
 
 MAX_POWER_BITS = 1_000_000
@@ -92,7 +93,7 @@ def decode_prompt_python(text: str) -> list[DecodedCall]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes warn; the official decoder shrugs
-            tree = ast.parse(source, mode="eval")
+            tree = parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise DecodeError(f"not Python call syntax: {exc}") from exc
     try:

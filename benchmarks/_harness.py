@@ -261,6 +261,26 @@ def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "MISSED"
 
 
+def timing_header(reference: str) -> list[str]:
+    """The columns of :func:`timing_cells`, each ratio against ``reference``."""
+    per = f"/ {reference}"
+    return ["best wall", per, "best CPU", per, "peak RSS", per, "all walls"]
+
+
+def timing_cells(best: Best, reference: Best) -> list[str]:
+    """A variant's best wall and CPU time and peak memory, each with its ratio to
+    ``reference``'s, then every wall time it took."""
+    return [
+        f"{best.wall_s:.2f}s",
+        ratio(best.wall_s, reference.wall_s),
+        f"{best.cpu_s:.2f}s",
+        ratio(best.cpu_s, reference.cpu_s),
+        f"{best.maxrss_mb:.0f} MB",
+        ratio(best.maxrss_mb, reference.maxrss_mb),
+        " ".join(f"{w:.2f}" for w in best.walls),
+    ]
+
+
 def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """A Markdown table, ready to paste into RESULTS.md."""
     print("| " + " | ".join(header) + " |")

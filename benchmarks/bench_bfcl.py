@@ -50,6 +50,8 @@ from _harness import (
     ratio,
     run,
     server_process,
+    timing_cells,
+    timing_header,
     verdict,
     write_cases,
     write_files,
@@ -242,29 +244,9 @@ def measure(root: Path, n: int, repeats: int, baseline: Path | None) -> None:
             raise SystemExit(f"{name}: not {n} cases run:\n{b.last_output[-800:]}")
     print(f"\n## BFCL single-turn replay against golden: N={n} (best of {repeats})")
     print_table(
+        ["variant", *timing_header("golden"), "outcome"],
         [
-            "variant",
-            "best wall",
-            "/ golden",
-            "best CPU",
-            "/ golden",
-            "peak RSS",
-            "/ golden",
-            "all walls",
-            "outcome",
-        ],
-        [
-            [
-                name,
-                f"{b.wall_s:.2f}s",
-                ratio(b.wall_s, best["golden"].wall_s),
-                f"{b.cpu_s:.2f}s",
-                ratio(b.cpu_s, best["golden"].cpu_s),
-                f"{b.maxrss_mb:.0f} MB",
-                ratio(b.maxrss_mb, best["golden"].maxrss_mb),
-                " ".join(f"{w:.2f}" for w in b.walls),
-                _outcomes(b.last_output),
-            ]
+            [name, *timing_cells(b, best["golden"]), _outcomes(b.last_output)]
             for name, b in best.items()
         ],
     )

@@ -39,6 +39,8 @@ from _harness import (
     pytest_command,
     ratio,
     run,
+    timing_cells,
+    timing_header,
     verdict,
     write_cases,
     write_files,
@@ -95,29 +97,8 @@ def measure(
     what = "collection" if mode == "collect" else "collection and run (echo runner)"
     print(f"\n## {what}: N={n} (best of {repeats})")
     print_table(
-        [
-            "variant",
-            "best wall",
-            "/ plain",
-            "best CPU",
-            "/ plain",
-            "peak RSS",
-            "/ plain",
-            "all walls",
-        ],
-        [
-            [
-                name,
-                f"{b.wall_s:.2f}s",
-                ratio(b.wall_s, best["plain"].wall_s),
-                f"{b.cpu_s:.2f}s",
-                ratio(b.cpu_s, best["plain"].cpu_s),
-                f"{b.maxrss_mb:.0f} MB",
-                ratio(b.maxrss_mb, best["plain"].maxrss_mb),
-                " ".join(f"{w:.2f}" for w in b.walls),
-            ]
-            for name, b in best.items()
-        ],
+        ["variant", *timing_header("plain")],
+        [[name, *timing_cells(b, best["plain"])] for name, b in best.items()],
     )
     t = {name: b.wall_s for name, b in best.items()}
     m = {name: b.maxrss_mb for name, b in best.items()}

@@ -251,6 +251,14 @@ class EvalCase(_Quiet):
     """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
     @property
+    def row_file(self) -> str:
+        """The file the case's row is in, as messages name it with :attr:`line`: :attr:`file`,
+        or for a BFCL item (whose :attr:`file` is its manifest's data folder) its
+        ``BFCL_v4_<category>.json``."""
+        path = self.bfcl.item.get("path") if self.bfcl is not None else None
+        return path if isinstance(path, str) and path else self.file
+
+    @property
     def user_message(self) -> str:
         """The last user message's text ('' when there is none)."""
         for message in reversed(self.messages):

@@ -252,9 +252,8 @@ class EvalCase(_Quiet):
 
     @property
     def row_file(self) -> str:
-        """The file the case's row is in, as messages name it with :attr:`line`: :attr:`file`,
-        or for a BFCL item (whose :attr:`file` is its manifest's data folder) its
-        ``BFCL_v4_<category>.json``."""
+        """The file of the case's row, as messages name it: :attr:`file`, or a BFCL item's
+        ``BFCL_v4_<category>.json`` (its :attr:`file` is the data folder)."""
         path = self.bfcl.item.get("path") if self.bfcl is not None else None
         return path if isinstance(path, str) and path else self.file
 

@@ -140,3 +140,40 @@ def test_a_hostile_initial_config_is_that_rows_error_naming_the_field(
     assert only["outcome"] == "error"
     assert field in only["error"]
     result.stdout.fnmatch_lines([f"bfcl_data/BFCL_v4_multi_turn_base.json:1: *{field}*"])
+
+
+def test_a_gate_on_a_group_whose_categories_did_not_run_fails_naming_them(
+    pytester: pytest.Pytester,
+) -> None:
+    manifest = (
+        "suite: bfcl\ndata: bfcl_data\ncategories: [simple_python]\n"
+        "gates:\n  - simple.accuracy >= 0.0\n"
+    )
+    _project(pytester, {"m": manifest})
+    result = _run(pytester, _answer, "--llmeval-exit-on", "gates")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # never passed on a part of the group
+    result.stdout.fnmatch_lines(
+        ["gate bfcl.simple.accuracy>=0: FAILED (bfcl.simple.accuracy >= 0: n/a (simple_java, "
+         "simple_javascript did not run): nothing to judge (add 'optional' *"]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ("bfcl_data/BFCL_v4_parallel.json", "is not a folder"),
+        ("no_such_folder", "does not exist"),
+        ("loop", "cannot be used as a path"),
+    ],
+)
+def test_data_that_is_not_a_usable_folder_is_the_manifests_error_naming_data(
+    pytester: pytest.Pytester, data: str, says: str
+) -> None:
+    _project(pytester, {"m": f"suite: bfcl\ndata: {data}\n"})
+    (pytester.path / "loop").symlink_to("loop")
+    result = _run(pytester, _answer)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (only,) = _results(pytester)
+    assert only["outcome"] == "error"
+    assert only["error"].startswith("m.llmeval.yaml") and "data: " in only["error"]
+    assert says in only["error"]

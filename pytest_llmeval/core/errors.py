@@ -58,6 +58,7 @@ class CaseFileError(LLMEvalError):
         message: str,
         field: str | None = None,
         case_id: str | None = None,
+        category: str | None = None,
     ):
         self.path = path
         self.line = line
@@ -65,6 +66,9 @@ class CaseFileError(LLMEvalError):
         self.message = message
         self.case_id = case_id
         """The broken row's id when it could still be read (its error item is named by it)."""
+        self.category = category
+        """The broken row's category when the file says it (a BFCL data file is one
+        category): its error then counts in that category's figures, as a wrong answer."""
         super().__init__(str(self))
 
     def __str__(self) -> str:

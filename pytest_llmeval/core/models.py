@@ -251,6 +251,13 @@ class EvalCase(_Quiet):
     """Set when the case cannot run at all (a tool-forge case without ``input.message``)."""
 
     @property
+    def row_file(self) -> str:
+        """The file of the case's row, as messages name it: :attr:`file`, or a BFCL item's
+        ``BFCL_v4_<category>.json`` (its :attr:`file` is the data folder)."""
+        path = self.bfcl.item.get("path") if self.bfcl is not None else None
+        return path if isinstance(path, str) and path else self.file
+
+    @property
     def user_message(self) -> str:
         """The last user message's text ('' when there is none)."""
         for message in reversed(self.messages):

@@ -91,9 +91,10 @@ class EvalItem(pytest.Function):
         self.line = (known.line if known else None) or 1
         known_marks = self.state.marks
         self.add_marker(known_marks.shared("llmeval"))
-        self.category = case.category if case else pending.category if pending else None
-        """The case's category, known before the case is built (and if it cannot be)."""
-        if case or pending:
+        self.category = known.category if known else None
+        """The case's category, known before the case is built (and if it cannot be; a broken
+        row's too when its file says it, so ``-m <category>`` keeps it)."""
+        if case or pending or self.category:
             marks = case.marks if case else pending.marks if pending else ()
             self.add_marker(known_marks.registered(known_marks.name(self.eval_file.suite_name)))
             for name in (self.category, *marks):
@@ -228,7 +229,7 @@ class EvalItem(pytest.Function):
         if not score.passed:
             message = score.failure or "the case did not pass"
             if self.eval_file.misses == "xfail":
-                pytest.xfail(f"{case.file}:{self.line}: {message}")
+                pytest.xfail(f"{case.row_file}:{self.line}: {message}")
             shown = self.state.results.view.shown_response(case.suite, transcript.response)
             raise EvalFailure(message, failure_details(transcript, shown))
 
@@ -260,7 +261,7 @@ class EvalItem(pytest.Function):
         return super()._repr_failure_py(excinfo, style=style)
 
     def _short_repr(self, exc: BaseException) -> str | None:
-        where = f"{self.case.file}:{self.line}" if self.case else self.data_display
+        where = f"{self.case.row_file}:{self.line}" if self.case else self.data_display
         if isinstance(exc, EvalFailure):
             return "\n".join(x for x in (f"{where}: {exc.message}", exc.details) if x)
         if isinstance(exc, CaseFileError):

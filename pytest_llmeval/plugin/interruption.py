@@ -250,7 +250,9 @@ def _file_suite(path: Path, state: LLMEvalState) -> tuple[str, str]:
     try:
         if path.name.endswith(SUFFIX):
             manifest = state.manifests.read(path)
-            return manifest.suite, display_path(manifest.data_path(), rootdir)
+            suite = state.suites.get(manifest.suite)
+            folder = suite is not None and suite.data_folder  # BFCL: a data folder, or none
+            return manifest.suite, display_path(manifest.data_path(folder=folder), rootdir)
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
     except (OSError, CaseFileError):

@@ -383,6 +383,16 @@ def _left_out(suite: str, report: Mapping[str, Any]) -> int:
     return int(deselected.get(suite, 0))
 
 
+def _not_run(body: Any, gate: Gate) -> str:
+    """What a ``null`` metric's object says did not run (a BFCL group's ``missing``
+    categories), as ``" (x, y did not run)"``; ``""`` when it says nothing."""
+    parent = _lookup(body, gate.metric.split(".")[:-1])
+    missing = parent.get("missing") if isinstance(parent, Mapping) else None
+    if not isinstance(missing, list) or not missing:
+        return ""
+    return f" ({', '.join(map(str, missing))} did not run)"
+
+
 def nothing_to_judge(
     gate: Gate, report: Mapping[str, Any], message: str, value: float | None = None
 ) -> GateResult:
@@ -462,7 +472,7 @@ def _evaluate(gate: Gate, report: Mapping[str, Any]) -> GateResult:
             )
     value = _lookup(body, gate.metric.split("."))
     if value is None:
-        return nothing_to_judge(gate, report, f"{label} {want}: n/a")
+        return nothing_to_judge(gate, report, f"{label} {want}: n/a{_not_run(body, gate)}")
     if value is _MISSING and (gate.optional or _left_out(gate.suite, report)):
         message = f"{label} {want}: n/a (no case that ran produced it)"
         return nothing_to_judge(gate, report, message)

@@ -111,11 +111,11 @@ class BfclSuite(SuiteBase):
         except CaseFileError as exc:
             yield exc
             return
-        yield from data.errors
         for item in data.items:
             yield PendingCase(
                 item.id, item.line, item.category, {}, self._maker(source, item, mode)
             )
+        yield from data.errors  # after the items: a duplicate's error never takes their name
 
     def _maker(
         self, source: CaseSource, item: BfclItem, mode: Mode

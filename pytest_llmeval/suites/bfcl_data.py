@@ -158,6 +158,11 @@ def select_categories(data_dir: Path, categories: str | Sequence[str] | None) ->
         raise ConfigError("manifest key `categories:` must be `all` or a list of category names")
     else:
         wanted = list(dict.fromkeys(categories))
+    if not wanted:
+        raise ConfigError(
+            "manifest key `categories:` is an empty list, so nothing would run; name "
+            "categories, write `all`, or remove the key to run every category present"
+        )
     for name in wanted:
         if name in AGENTIC or name.startswith(("web_search", "memory")):
             raise ConfigError(
@@ -195,15 +200,21 @@ def read_data(
     wanted = set(ids) if ids is not None else None
     out = BfclData()
     docs = DocCache(data_dir, display_root)
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for category in categories:
         _read_category(data_dir, category, wanted, docs, display_root, out, seen)
     if wanted is not None:
-        unknown = sorted(wanted - seen)
+        unknown = sorted(wanted - set(seen))
         if unknown:
+            unread = [e for e in out.errors if e.case_id is None]
+            more = (
+                f"; {len(unread)} row(s) could not be read (first: {unread[0]}): fix them, or"
+                if unread
+                else ";"
+            )
             raise ConfigError(
                 f"manifest key `ids:`: no item of the chosen categories has the id "
-                f"{', '.join(map(repr, unknown))}; check `ids:` and `categories:`"
+                f"{', '.join(map(repr, unknown))}{more} check `ids:` and `categories:`"
             )
     return out
 
@@ -215,24 +226,38 @@ def _read_category(
     docs: DocCache,
     root: Path | None,
     out: BfclData,
-    seen: set[str],
+    seen: dict[str, str],
 ) -> None:
+    """Every row of ``category`` (of ``wanted`` only, when given) into ``out``: an item, or
+    an error with the row's ``path:line`` and its category (so it counts there as wrong).
+
+    ``seen``: id -> ``path:line`` of every row read so far, over all the categories: a
+    second row with an id is that row's error, naming the first (the rows of every category
+    are one manifest's cases, named by their ids)."""
     path = data_file(data_dir, category)
     shown = shown_path(path, root)
     truth_file = data_dir / "possible_answer" / path.name
     truths = Truths(truth_file, root) if has_truth(category) else None
     for record in iter_jsonl(path, shown):
         if record.error is not None:
-            out.errors.append(record.error)
+            error = record.error
+            out.errors.append(CaseFileError(error.path, error.line, error.message, error.field,
+                                            category=category))  # fmt: skip
             continue
         row_id = record.value.get("id")
         if wanted is not None and row_id not in wanted:
             continue
-        if isinstance(row_id, str):
-            seen.add(row_id)
         line = record.line or 0
+        if isinstance(row_id, str) and row_id in seen:
+            why = f"duplicate id {row_id!r} (first at {seen[row_id]}); BFCL ids are unique"
+            out.errors.append(CaseFileError(shown, line, why, "id", row_id, category))
+            continue
+        named = isinstance(row_id, str)
         try:
             out.items.append(item_from_row(record.value, category, shown, line, truths, docs))
-        except RowError as exc:
-            case_id = row_id if isinstance(row_id, str) else None
-            out.errors.append(CaseFileError(shown, line, exc.message, exc.field, case_id))
+        except RowError as exc:  # a bad id names no case: the row is named by its line
+            named = named and exc.field != "id"
+            case_id = row_id if named else None
+            out.errors.append(CaseFileError(shown, line, exc.message, exc.field, case_id, category))
+        if named:
+            seen[str(row_id)] = f"{shown}:{line}"

@@ -57,7 +57,9 @@ def echo(message: Mapping[str, Any], mode: Mode) -> dict[str, Any]:
 
 def rebuilt_reply(text: str | None, tool_calls: Sequence[ToolCall]) -> dict[str, Any]:
     """A reply message in OpenAI form from a completion's parts: each call's raw argument text
-    when it was not a JSON object, else its arguments as JSON."""
+    when it was not a JSON object, else its arguments as JSON with sorted keys (a cassette
+    keeps a completion's arguments sorted: a multi-turn item's next request, which echoes this
+    reply, must be the same live and replayed, or its replay misses)."""
     if not tool_calls:
         return {"role": "assistant", "content": text}
     calls = [
@@ -68,7 +70,7 @@ def rebuilt_reply(text: str | None, tool_calls: Sequence[ToolCall]) -> dict[str,
                 "name": call.name,
                 "arguments": call.arguments_error
                 if call.arguments_error is not None
-                else json.dumps(call.arguments, ensure_ascii=False),
+                else json.dumps(call.arguments, ensure_ascii=False, sort_keys=True),
             },
         }
         for call in tool_calls

@@ -126,6 +126,9 @@ def _multi_turn_item(
     config = row.get("initial_config", {})
     if not isinstance(config, dict):
         raise RowError("initial_config", "expected an object keyed by class name")
+    for name in classes:  # the official executor loads each involved class's part as a dict
+        if not isinstance(config.get(name, {}), dict):
+            raise RowError(f"initial_config.{name}", "expected an object (the class's state)")
     functions: list[dict[str, Any]] = []
     for name in classes:
         functions.extend(docs.get(name))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmeval.core.ast_parse import parse
+from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import ConfigError
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "INSTALL_HINT",
     "STATELESS_CLASSES",
     "BackendsMissing",
+    "ScenarioError",
     "backend_class",
     "is_long_context",
     "new_instances",
@@ -68,6 +70,11 @@ _PRIVATE_PREFIX = "_pytest_llmeval_bfcl_backend_"
 
 class BackendsMissing(ConfigError):
     """The ``bfcl-eval`` package (or one of its backends) cannot be loaded."""
+
+
+class ScenarioError(ConfigError):
+    """An item's ``initial_config`` that its official backend class cannot load (a broken
+    data row: the official harness would crash on it)."""
 
 
 def _package_root() -> Path:
@@ -172,6 +179,12 @@ def new_instances(
         instance = backend_class(class_name)()
         if class_name not in STATELESS_CLASSES:
             scenario = copy.deepcopy(initial_config.get(class_name, {}))
-            instance._load_scenario(scenario, long_context=long_context)
+            try:
+                instance._load_scenario(scenario, long_context=long_context)
+            except Exception as exc:  # the row's state, not the model: say which and why
+                raise ScenarioError(
+                    f"initial_config.{class_name}: the official {class_name} cannot load it "
+                    f"({type(exc).__name__}: {clip(str(exc), 200)}); fix the data row"
+                ) from None
         instances[class_name] = instance
     return instances

@@ -28,151 +28,36 @@ tests (a scripted model, a loopback OpenAI-compatible server). Every other modul
 internal: it may move or change in any release.
 
 The names are imported on first use (a module ``__getattr__``): every import of a part of the
-package, the pytest plugin's included, runs this file first, and it stays cheap that way.
+package, the pytest plugin's included, runs this file first, and it stays cheap that way. Their
+one list is ``pytest_llmeval.api.__all__``; ``pytest_llmeval.__all__`` is that list.
 """
 
 from __future__ import annotations
 
-from pytest_llmeval.core.version import __version__
+from importlib import import_module
+
+from pytest_llmeval.core.version import __version__ as __version__
 
 TYPE_CHECKING = False
 """``typing.TYPE_CHECKING`` without importing :mod:`typing` (type checkers read it as true)."""
 if TYPE_CHECKING:
-    from typing import Any
+    # the public names, typed; ``pytest_llmeval.api.__all__`` is their one list
+    from pytest_llmeval.api import *  # noqa: F403
+    from pytest_llmeval.api import __all__ as __all__
+else:
 
-    from pytest_llmeval.api import (
-        Agent,
-        AgentEndpoint,
-        AgentResponse,
-        BackendUnreachable,
-        CaseFileError,
-        CaseResult,
-        CaseScore,
-        CaseSource,
-        CassetteMiss,
-        ChoiceTask,
-        Completion,
-        ConfigError,
-        EvalCase,
-        EvalFailure,
-        FingerprintMismatch,
-        GenerateRequest,
-        JudgeTask,
-        Limiter,
-        LLMEvalError,
-        LoadItem,
-        Loglik,
-        LoglikRequest,
-        Message,
-        PendingCase,
-        Report,
-        RunDirError,
-        RunDirVersionError,
-        RunLayout,
-        RunManifest,
-        Runner,
-        RunnerError,
-        RunnerErrorKind,
-        RunnerFactory,
-        RunnerRegistry,
-        RunRecord,
-        Settings,
-        Slot,
-        Suite,
-        SuiteBase,
-        SuiteContext,
-        SuiteRegistry,
-        SuiteSection,
-        SupportsLoglikelihood,
-        ToolBroker,
-        ToolCall,
-        ToolCallRecord,
-        ToolRegistry,
-        ToolSpec,
-        Transcript,
-        Usage,
-        base_totals,
-        emit,
-        read_run,
-        repeat_index,
-        workspace,
-    )
-
-__all__ = [
-    "Agent",
-    "AgentEndpoint",
-    "AgentResponse",
-    "BackendUnreachable",
-    "CaseFileError",
-    "CaseResult",
-    "CaseScore",
-    "CaseSource",
-    "CassetteMiss",
-    "ChoiceTask",
-    "Completion",
-    "ConfigError",
-    "EvalCase",
-    "EvalFailure",
-    "FingerprintMismatch",
-    "GenerateRequest",
-    "JudgeTask",
-    "LLMEvalError",
-    "Limiter",
-    "LoadItem",
-    "Loglik",
-    "LoglikRequest",
-    "Message",
-    "PendingCase",
-    "Report",
-    "RunDirError",
-    "RunDirVersionError",
-    "RunLayout",
-    "RunManifest",
-    "RunRecord",
-    "Runner",
-    "RunnerError",
-    "RunnerErrorKind",
-    "RunnerFactory",
-    "RunnerRegistry",
-    "Settings",
-    "Slot",
-    "Suite",
-    "SuiteBase",
-    "SuiteContext",
-    "SuiteRegistry",
-    "SuiteSection",
-    "SupportsLoglikelihood",
-    "ToolBroker",
-    "ToolCall",
-    "ToolCallRecord",
-    "ToolRegistry",
-    "ToolSpec",
-    "Transcript",
-    "Usage",
-    "__version__",
-    "base_totals",
-    "emit",
-    "read_run",
-    "repeat_index",
-    "workspace",
-]
-
-_LAZY = frozenset(__all__) - {"__version__"}
-
-
-if not TYPE_CHECKING:  # type checkers see the imports above instead, so a typo is an error
-
-    def __getattr__(name: str) -> Any:
-        """A public name, imported from :mod:`pytest_llmeval.api` the first time it is asked
-        for (and kept here, so the second time is a plain attribute)."""
-        if name not in _LAZY:
+    def __getattr__(name: str) -> object:
+        """A public name (or ``__all__``), imported from :mod:`pytest_llmeval.api` the first
+        time it is asked for (and kept here, so the second time is a plain attribute)."""
+        if name.startswith("__") and name != "__all__":  # probes (__wrapped__ ...): not ours
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from pytest_llmeval import api
-
+        api = import_module("pytest_llmeval.api")  # not "from pytest_llmeval import": this hook
+        if name != "__all__" and name not in api.__all__:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(api, name)
         globals()[name] = value
         return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY)
+    return sorted(set(globals()) | set(import_module("pytest_llmeval.api").__all__))

@@ -460,7 +460,28 @@ class CaseResult(_Model):
         if isinstance(data, dict):  # packed first: JSON values need no validating to be held
             packed = {name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)}
             data = {**data, **packed} if packed else data
-        result = cls.model_validate(data)
+        return cls.model_validate(data)._held()
+
+    @classmethod
+    def kept_as(cls, model: CaseResult, data: dict[str, Any]) -> CaseResult:
+        """:meth:`kept` of ``data``, given the model it is the dump of (``data`` equals
+        ``model.model_dump(mode="json")`` but for ``runner_fingerprint``): the model is copied
+        instead of validated again. The fields typed ``Any`` inside (``details``, ``repeats``,
+        the tool calls' arguments) are taken from ``data``, as :meth:`kept` holds them."""
+        update: dict[str, Any] = {
+            name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)
+        }
+        for name in ("runner_fingerprint", "details", "repeats"):
+            update[name] = data[name]
+        if data["tool_calls"]:
+            update["tool_calls"] = [ToolCallRecord.model_validate(c) for c in data["tool_calls"]]
+        held = model.model_copy(update=update)._held()
+        object.__setattr__(held, "__pydantic_fields_set__", _EVERY_RESULT_FIELD)  # a full dump
+        return held
+
+    def _held(self) -> CaseResult:
+        """This result, made compact to be held to the session's end (see :meth:`kept`)."""
+        result = self
         fields = result.__dict__
         for name in _PACKED_FIELDS:
             value = fields[name]
@@ -471,9 +492,9 @@ class CaseResult(_Model):
             if type(value) is str:
                 fields[name] = sys.intern(value)
         fields["usage"] = _shared_usage(fields["usage"])
-        if result.model_fields_set != _EVERY_RESULT_FIELD:
-            return result
-        return cls.model_construct(_EVERY_RESULT_FIELD, **result.__dict__)
+        if result.model_fields_set == _EVERY_RESULT_FIELD:  # equal: the shared one instead
+            object.__setattr__(result, "__pydantic_fields_set__", _EVERY_RESULT_FIELD)
+        return result
 
 
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)

@@ -68,6 +68,8 @@ TOKEN_PATTERNS = (
     r"\bAIza[0-9A-Za-z_-]{20,}",
     r"\bBearer\s+[A-Za-z0-9._~+/=-]{6,}",
 )
+TOKEN_PREFIXES = ("sk-", "hf_", "jina_", "pplx-", "AIza", "Bearer")
+"""The text every :data:`TOKEN_PATTERNS` match begins with (after its ``\\b``)."""
 SENSITIVE_KEY = re.compile(
     r"api[_-]?key|secret|passw(or)?d|authorization|(^|[_-])token$|access[_-]?key|private[_-]?key",
     re.IGNORECASE,
@@ -331,6 +333,21 @@ class Redactor:
         self._secrets = re.compile(secrets_pattern(self.secrets)) if self.secrets else None
         self._anchors = secret_anchors(self.secrets)
         self._shortest = shortest_form(self.secrets)
+        self._hint = None if len(parts) > len(TOKEN_PATTERNS) else _JsonHint(self._anchors)
+
+    def may_change(self, encoded: str) -> bool:
+        """Whether :meth:`value` may change the JSON-like value whose JSON is ``encoded``
+        (``json.dumps`` with ``ensure_ascii``); ``False`` means it returns an equal value.
+
+        A single scan of the text for what every rule needs to be present in some string or
+        key as it is encoded: ``://`` or ``=`` (URL credentials), a token's prefix, a
+        secret's anchor (JSON-escaped: escaping maps each character alone, so a string
+        holding the anchor is encoded holding the anchor's encoding), a secret-named key's
+        stem (a key ending in ``token`` is encoded ``…token"``), and any escaped non-ASCII
+        character (case-insensitive key names match some of those). Extra patterns
+        (``--llmeval-redact-pattern``) may match anything: then always ``True``.
+        """
+        return self._hint is None or self._hint.search(encoded)
 
     def text(self, text: str) -> str:
         text = redact_text(text)
@@ -393,6 +410,29 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
+
+
+_KEY_STEMS = ("secret", "passw", "authorization", 'token"')
+_KEY_NAME = re.compile(r"(?:api|access|private)[_-]?key")
+"""With :data:`_KEY_STEMS`: what every :data:`SENSITIVE_KEY` match holds, lower-cased, as
+JSON encodes its key (one ending in ``token`` is encoded ``…token"``)."""
+
+
+class _JsonHint:
+    """What :meth:`Redactor.may_change` looks for: a superset of what any rule needs, as
+    substring tests (one regex alternating them all scans the text several times slower)."""
+
+    def __init__(self, anchors: Iterable[str]) -> None:
+        literals = ["://", "=", "\\u", *TOKEN_PREFIXES]
+        self.literals = tuple(literals + [json.dumps(anchor)[1:-1] for anchor in anchors])
+
+    def search(self, encoded: str) -> bool:
+        if any(literal in encoded for literal in self.literals):
+            return True
+        lowered = encoded.lower()  # the text is ASCII: exactly the keys' IGNORECASE
+        if any(stem in lowered for stem in _KEY_STEMS):
+            return True
+        return "key" in lowered and _KEY_NAME.search(lowered) is not None
 
 
 @functools.lru_cache(maxsize=4096)

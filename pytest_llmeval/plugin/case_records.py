@@ -35,10 +35,14 @@ WIRE_KEY = "llmeval_result"
 class CaseRecord:
     """One case's result: its redacted dump, its runner's fingerprint, its journal line."""
 
-    __slots__ = ("_kept", "data", "line", "runner")
+    __slots__ = ("_kept", "_model", "data", "line", "runner")
 
     def __init__(
-        self, data: dict[str, Any], runner: dict[str, Any] | None, line: bytes | None = None
+        self,
+        data: dict[str, Any],
+        runner: dict[str, Any] | None,
+        line: bytes | None = None,
+        model: CaseResult | None = None,
     ) -> None:
         self.data = data
         """The result, redacted, as JSON values (``CaseResult.model_dump(mode="json")``)."""
@@ -49,6 +53,9 @@ class CaseRecord:
         """Its journal line, where this process journaled it (sent on to the controller
         under xdist); ``None`` where it arrived from a worker."""
         self._kept: CaseResult | None = None
+        self._model = model
+        """The result ``data`` is the dump of (its ``runner_fingerprint`` aside), where the
+        redaction left the dump as it was: kept by copying it, not by validating ``data``."""
 
     @property
     def nodeid(self) -> str:
@@ -68,7 +75,9 @@ class CaseRecord:
         """The result as the session holds it to the end (:meth:`CaseResult.kept`), made on
         first use: only the process that writes the reports needs it."""
         if self._kept is None:
-            self._kept = CaseResult.kept(self.data)
+            model, self._model = self._model, None
+            data = self.data
+            self._kept = CaseResult.kept(data) if model is None else CaseResult.kept_as(model, data)
         return self._kept
 
 

@@ -27,7 +27,7 @@ from pytest_llmeval.report.case_view import (
     service_spend,
     spent_usage,
 )
-from pytest_llmeval.rundir.journal import Journal
+from pytest_llmeval.rundir.journal import Journal, encode
 from pytest_llmeval.suites.base import SuiteRegistry
 
 __all__ = ["CaseItem", "ResultBuilder", "agent_fingerprint", "runner_id"]
@@ -141,17 +141,28 @@ class ResultBuilder:
             return
         if result.error is not None and len(result.error) > ERROR_CHARS:
             result = result.model_copy(update={"error": clip(result.error, ERROR_CHARS)})
-        fp = None
-        # redacted here, once: the journal, the other processes and the reports see no secret
-        data = self.redactor.value(result.model_dump(mode="json"))
-        if agent is not None:  # set on the dump: what model_copy(update=...) then dump would give
+        fp = runner = None
+        if agent is not None:
             try:
-                fp, data["runner_fingerprint"] = self.fingerprint_of(agent)
+                fp, runner = self.fingerprint_of(agent)
             except Exception:  # a user's fingerprint() that fails: its case's setup error
                 fp = None
-        line = self.journal.line(data, fp)  # encoded once: journaled, and sent on under xdist
+        # redacted here, once: the journal, the other processes and the reports see no secret.
+        # The dump's JSON is scanned first: one the redactor would leave as it is is not walked
+        data = result.model_dump(mode="json")
+        if runner is not None:  # set on the dump: what model_copy(update=...) then dump gives
+            data["runner_fingerprint"] = runner
+        encoded = encode(data)
+        model: CaseResult | None = result
+        if self.redactor.may_change(encoded):
+            model = None  # the dump may differ from the model now: the record validates it
+            data = self.redactor.value(data)
+            if runner is not None:  # the agent's hash, set after the redaction as it was
+                data["runner_fingerprint"] = runner
+            encoded = encode(data)
+        line = self.journal.encoded_line(encoded, data, fp)  # journaled, and sent under xdist
         self.journal.write(line)
-        self.records.put(report, CaseRecord(data, fp, line))
+        self.records.put(report, CaseRecord(data, fp, line, model))
         # junit writes the properties of the teardown report, which copies the item's
         item.user_properties.append(_property("outcome", result.outcome))
         for name, value in sorted(result.scores.items()):

@@ -35,6 +35,14 @@ SCORERS_VERSION = __version__
 """The version of the scorers that judged a journaled result (they ship with the plugin): a
 resume reuses only results judged by the same ones."""
 _ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
+_SCORERS = _ENCODER.encode(SCORERS_VERSION)
+
+
+def encode(result: dict[str, Any]) -> str:
+    """A result's JSON as its journal line holds it (keys sorted, ASCII)."""
+    return _ENCODER.encode(result)
+
+
 FRESH_MARK = "fresh"
 """A file in an attempt's journal folder: that attempt was a fresh session (not a resume) in a
 run dir an earlier session used. Readers start at the latest such attempt, so a fresh session
@@ -101,10 +109,18 @@ class Journal:
         """The journal line of one result (a redacted dump) and its runner's fingerprint,
         newline included: what :meth:`write` writes, and what an xdist worker sends its
         controller (:func:`read_line` reads it back)."""
-        entry = {"result": result, "runner": runner, "scorers": SCORERS_VERSION}
+        return self.encoded_line(_ENCODER.encode(result), result, runner)
+
+    def encoded_line(
+        self, encoded: str, result: dict[str, Any], runner: dict[str, Any] | None
+    ) -> bytes:
+        """:meth:`line`, given the result's own JSON as :func:`encode` made it (``encoded``):
+        the entry is that JSON with the runner's fingerprint and the scorers around it,
+        byte for byte what encoding the entry whole gives (its keys sorted)."""
+        tail = f', "runner": {_ENCODER.encode(runner)}, "scorers": {_SCORERS}'
         if self.scoring is not None:
-            entry["scoring"] = self.scoring(str(result.get("file", "")))
-        return (_ENCODER.encode(entry) + "\n").encode("ascii")
+            tail += f', "scoring": {_ENCODER.encode(self.scoring(str(result.get("file", ""))))}'
+        return f'{{"result": {encoded}{tail}}}\n'.encode("ascii")
 
     def write(self, line: bytes) -> None:
         """Append one :meth:`line` (flushed; nothing once the journal stopped)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,69 @@ def test_the_http_client_logs_are_redacted(caplog: pytest.LogCaptureFixture) -> 
     finally:
         redact_logs(Redactor())
     assert caplog.messages == [f"HTTP Request: POST http://h/v1?key={MASK}&x=1", f"sent {MASK}"]
+
+
+_PIECES = (
+    "plain", "message 7", "sk-abcdefghijklmnop", "hf_ABCDEFGHIJKLMNOPQ", "\nsk-abcdefghij12",
+    "Bearer eyJhbGciOi.J9xyz", "Bearer\u00a0eyJhbGciOi", "AIzaSyA0123456789abcdefghijkl",
+    "https://user:pass@host/x", "http://h/p?api_key=abc&q=1", "a=b", "see?token=xyz",
+    SECRET, SECRET.upper(), "czNjcjN0LVZBTFVFLTQyNDI=", "s3cr3t%2DVALUE%2D4242",
+    "\\u0073\\u0033cr3t", "\u212a", "caf\u00e9", "\"quoted\"", "back\\slash", "\x00\x1f",
+)  # fmt: skip
+_KEYS = (
+    "content", "role", "api_key", "API-KEY", "apikey", "x_token", "token", "tokens",
+    "prompt_tokens", "client_secret", "Passwd", "authorization", "privateKey", "access-key",
+    "api_\u212aey", "pa\u017f\u017fword", "key", "tokenizer", "api_key_env", "keywords",
+)  # fmt: skip
+
+
+def _escaped_forms(secret: str) -> tuple[str, ...]:
+    """A secret as JSON and JavaScript escape every character of it (the redactor masks it)."""
+    return (
+        "".join(f"\\u{ord(c):04x}" for c in secret),
+        "".join(f"\\u{ord(c):04X}" for c in secret),
+        "".join(f"%{ord(c):02X}" for c in secret),
+    )
+
+
+def _random_value(rng: random.Random, pieces: tuple[str, ...], depth: int = 0) -> object:
+    kind = rng.randrange(6 if depth < 3 else 3)
+    if kind == 0:
+        return "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 3)))
+    if kind == 1:
+        return rng.choice([1, 2.5, None, True, "ok"])
+    if kind == 2:
+        return rng.choice(["x" * 40, "message 12", "golden", "0f" * 32])
+    if kind == 3:
+        return [_random_value(rng, pieces, depth + 1) for _ in range(rng.randrange(3))]
+    return {
+        rng.choice(_KEYS): _random_value(rng, pieces, depth + 1) for _ in range(rng.randrange(4))
+    }
+
+
+@pytest.mark.parametrize("secrets", [(), (SECRET,), ('tok"en\\value-12345',)])
+def test_a_value_the_json_scan_passes_is_one_the_redactor_leaves_as_it_is(
+    secrets: tuple[str, ...],
+) -> None:
+    """``may_change`` lets ``attach`` skip the redaction walk of a result's dump: it must
+    never say "no" for a value the walk would change (thousands of random values built from
+    every kind of secret shape, key and escape), and it says "no" for ordinary results."""
+    redactor = Redactor(secrets=secrets)
+    pieces = _PIECES + tuple(form for secret in secrets for form in _escaped_forms(secret))
+    rng = random.Random(20261128)
+    changed = 0
+    for _ in range(4000):
+        value = {"result": _random_value(rng, pieces), "usage": {"total_tokens": 3}}
+        redacted = redactor.value(value)
+        if redacted != value:
+            changed += 1
+            assert redactor.may_change(json.dumps(value, sort_keys=True)), value
+    assert changed > 500  # the corpus does reach the rules
+    plain = {
+        "case_id": "c1",
+        "input": [{"content": "message 1", "role": "user"}],
+        "usage": {"prompt_tokens": 2, "total_tokens": 4},
+        "expected": {"keywords": ["a"]},
+    }
+    assert not redactor.may_change(json.dumps(plain, sort_keys=True))
+    assert Redactor(patterns=["message"]).may_change("{}")  # a user's pattern: always walked

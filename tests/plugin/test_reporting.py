@@ -184,3 +184,30 @@ def test_results_kept_for_the_session_share_one_field_set() -> None:
     partial["passed"] = False
     kept = CaseResult.kept(partial)  # not every field given: its own set, as pydantic makes it
     assert kept.model_fields_set == set(partial)
+
+
+def test_a_result_kept_by_copying_its_model_equals_one_kept_from_its_dump() -> None:
+    """Where the redaction left a result's dump as it was, the session keeps a copy of the
+    model (``CaseResult.kept_as``) instead of validating the dump again: it must be the same
+    result, down to the JSON values of its ``Any`` fields and the shared field-name set."""
+    from pytest_llmeval.core.models import CaseResult, ToolCallRecord
+
+    model = CaseResult(
+        case_id="c1", suite="golden", file="x.jsonl", line=3, nodeid="x.jsonl::c1",
+        outcome="failed", passed=False, error="answer: expected 'a', got 'b'",
+        scores={"exact_match": 0.0}, response="b", input=[{"role": "user", "content": "q"}],
+        expected={"expected_output": "a"}, transcript=[{"role": "assistant", "content": "b"}],
+        tool_calls=[ToolCallRecord(name="f", params={"xs": (1, 2)}, result=(3,))],
+        details={"pair": (1, 2), "nested": {"t": (True, None)}},
+        repeats={"n": 2, "outcomes": ("a", "b")},
+        events=[{"type": "model_call"}],
+    )  # fmt: skip
+    data = model.model_dump(mode="json")
+    data["runner_fingerprint"] = "ab" * 32
+    copied, validated = CaseResult.kept_as(model, data), CaseResult.kept(data)
+    assert copied.model_dump() == validated.model_dump()
+    assert copied.model_dump(mode="json") == data
+    assert copied.details == {"pair": [1, 2], "nested": {"t": [True, None]}}  # JSON values
+    assert (copied.tool_calls[0].params, copied.tool_calls[0].result) == ({"xs": [1, 2]}, [3])
+    assert copied.model_fields_set is validated.model_fields_set
+    assert model.runner_fingerprint == "" and isinstance(model.input, list)  # not changed

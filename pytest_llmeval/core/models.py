@@ -6,14 +6,22 @@ is JSON through ``model_dump(mode="json")``.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, InstanceOf, PlainSerializer
+from pydantic import ConfigDict, Field, InstanceOf
 
 from pytest_llmeval.core.model_base import Usage, _Model, _Quiet
+from pytest_llmeval.core.packed import (
+    PACKED_FIELDS,
+    SHOWN,
+    Packed,
+    pack,
+    packable,
+    shared_usage,
+    unpack,
+)
 
 __all__ = [
     "BfclTask",
@@ -333,24 +341,6 @@ class CaseScore(_Model):
     """The error's kind, as :attr:`Transcript.error_kind` (``cassette``, ``score``, ...)."""
 
 
-class Packed(bytes):
-    """A kept result's ``input``, ``expected``, ``transcript`` or ``events``: its value as
-    compact JSON (UTF-8). A field that may hold one is declared ``... | Packed``; read it with
-    :func:`unpack`."""
-
-
-def unpack(value: Any) -> Any:
-    """A packable field's value (``CaseResult.input``/``expected``/``transcript``/``events``)
-    as JSON values, whether the result was kept (:class:`Packed`) or not."""
-    if isinstance(value, Packed):
-        return json.loads(value.decode("utf-8", "surrogatepass"))
-    return value
-
-
-_SHOWN = PlainSerializer(unpack)
-_PACKED_FIELDS = ("input", "expected", "transcript", "events")
-
-
 @dataclass(frozen=True, slots=True)
 class BudgetSkip:
     """Why a case was skipped: a spent budget (``--llmeval-max-tokens-total``,
@@ -405,17 +395,17 @@ class CaseResult(_Model):
     runner_fingerprint: str = ""
     """sha256 of the fingerprint of the runner or agent that produced the transcript."""
     duration_ms: float = 0.0
-    input: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, _SHOWN] = None
+    input: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, SHOWN] = None
     """The case's input as the agent received it, in shown messages (see ``transcript``); a
     case scored by log-likelihood adds ``{"role": "context", ...}`` and one ``{"role":
     "option", ...}`` per continuation. ``None`` when the case never ran."""
-    expected: Annotated[dict[str, Any] | InstanceOf[Packed] | None, _SHOWN] = None
+    expected: Annotated[dict[str, Any] | InstanceOf[Packed] | None, SHOWN] = None
     """What the suite checks the answer against, in the suite's own words (golden
     ``expected_output``/``keywords``/``thresholds``, tool-forge assertions, a When2Call
     ``label``, a GAIA ``final_answer``, an integration item's ``call_sequence``); empty values
     are left out, and a value whose JSON is long becomes that text, clipped. ``None`` when
     there is nothing to show."""
-    transcript: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, _SHOWN] = None
+    transcript: Annotated[list[dict[str, Any]] | InstanceOf[Packed] | None, SHOWN] = None
     """The messages after the input (the whole conversation when the agent did not start from
     the input): ``{"role", "content", "tool_calls": [{"id", "name", "arguments",
     "arguments_error"}], "tool_call_id", "name"}``, unset keys left out; a ``role: "tool"``
@@ -433,7 +423,7 @@ class CaseResult(_Model):
     repeats: dict[str, Any] | None = None
     """With repeats: ``n``, ``passed``, ``errors``, ``pass_rate``, ``low``, ``high``,
     ``outcomes``, ``flaky``."""
-    events: Annotated[list[dict[str, Any]] | InstanceOf[Packed], _SHOWN] = Field(
+    events: Annotated[list[dict[str, Any]] | InstanceOf[Packed], SHOWN] = Field(
         default_factory=list
     )
     """The case's event stream; written to ``events.jsonl``, not to ``results.jsonl``."""
@@ -458,7 +448,7 @@ class CaseResult(_Model):
         token counts are held once.
         """
         if isinstance(data, dict):  # packed first: JSON values need no validating to be held
-            packed = {name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)}
+            packed = {name: pack(data[name]) for name in PACKED_FIELDS if packable(data, name)}
             data = {**data, **packed} if packed else data
         return cls.model_validate(data)._held()
 
@@ -469,7 +459,7 @@ class CaseResult(_Model):
         instead of validated again. The fields typed ``Any`` inside (``details``, ``repeats``,
         the tool calls' arguments) are taken from ``data``, as :meth:`kept` holds them."""
         update: dict[str, Any] = {
-            name: _pack(data[name]) for name in _PACKED_FIELDS if _packable(data, name)
+            name: pack(data[name]) for name in PACKED_FIELDS if packable(data, name)
         }
         for name in ("runner_fingerprint", "details", "repeats"):
             update[name] = data[name]
@@ -483,15 +473,15 @@ class CaseResult(_Model):
         """This result, made compact to be held to the session's end (see :meth:`kept`)."""
         result = self
         fields = result.__dict__
-        for name in _PACKED_FIELDS:
+        for name in PACKED_FIELDS:
             value = fields[name]
             if value is not None and not isinstance(value, Packed):
-                fields[name] = _pack(value)
+                fields[name] = pack(value)
         for name in _SHARED_TEXTS:  # the same few texts in every result: each held once
             value = fields[name]
             if type(value) is str:
                 fields[name] = sys.intern(value)
-        fields["usage"] = _shared_usage(fields["usage"])
+        fields["usage"] = shared_usage(fields["usage"])
         if result.model_fields_set == _EVERY_RESULT_FIELD:  # equal: the shared one instead
             object.__setattr__(result, "__pydantic_fields_set__", _EVERY_RESULT_FIELD)
         return result
@@ -500,42 +490,3 @@ class CaseResult(_Model):
 _EVERY_RESULT_FIELD: set[str] = set(CaseResult.model_fields)
 _SHARED_TEXTS = ("suite", "file", "category", "outcome", "runner_fingerprint")
 """Fields whose few distinct values repeat over a session's results."""
-
-_PACKED: dict[bytes, Packed] = {}
-"""Packed values seen before, so equal ones (the same expectations) are held once."""
-_PACKED_MAX = 4096
-_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-_USAGES: dict[tuple[int, int, int], Usage] = {}
-"""Kept results' token counts seen before, so equal ones are held once (never changed)."""
-_EVERY_USAGE_FIELD: set[str] = set(Usage.model_fields)
-
-
-def _shared_usage(usage: Usage) -> Usage:
-    if usage.model_fields_set != _EVERY_USAGE_FIELD:
-        return usage
-    key = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-    found = _USAGES.get(key)
-    if found is None:
-        if len(_USAGES) >= 4096:
-            _USAGES.clear()
-        found = _USAGES[key] = usage
-    return found
-
-
-def _packable(data: dict[str, Any], name: str) -> bool:
-    """Whether ``data[name]`` is JSON values of the field's declared shape, to be packed."""
-    value = data.get(name)
-    if name == "expected":
-        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
-    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-
-def _pack(value: Any) -> Packed:
-    packed = Packed(_PACK.encode(value).encode("utf-8", "surrogatepass"))
-    if len(packed) > 256:
-        return packed
-    if len(_PACKED) >= _PACKED_MAX:
-        _PACKED.clear()
-    return _PACKED.setdefault(packed, packed)

@@ -1,0 +1,88 @@
+"""How a kept result holds its large fields: as compact JSON, equal ones once.
+
+A session holds every case's result to its end (:meth:`pytest_llmeval.core.models.CaseResult.
+kept`). Its ``input``, ``expected``, ``transcript`` and ``events`` are only read to be written,
+so they are held as :class:`Packed` JSON (a tenth of the dicts' size, and no containers for the
+garbage collector to walk), read back through :func:`unpack`; equal token counts are one
+:class:`~pytest_llmeval.core.model_base.Usage`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import PlainSerializer
+
+from pytest_llmeval.core.model_base import Usage
+
+__all__ = [
+    "PACKED_FIELDS",
+    "SHOWN",
+    "Packed",
+    "pack",
+    "packable",
+    "shared_usage",
+    "unpack",
+]
+
+
+class Packed(bytes):
+    """A kept result's ``input``, ``expected``, ``transcript`` or ``events``: its value as
+    compact JSON (UTF-8). A field that may hold one is declared ``... | Packed``; read it with
+    :func:`unpack`."""
+
+
+def unpack(value: Any) -> Any:
+    """A packable field's value (``CaseResult.input``/``expected``/``transcript``/``events``)
+    as JSON values, whether the result was kept (:class:`Packed`) or not."""
+    if isinstance(value, Packed):
+        return json.loads(value.decode("utf-8", "surrogatepass"))
+    return value
+
+
+SHOWN = PlainSerializer(unpack)
+PACKED_FIELDS = ("input", "expected", "transcript", "events")
+
+
+_PACKED: dict[bytes, Packed] = {}
+"""Packed values seen before, so equal ones (the same expectations) are held once."""
+_PACKED_MAX = 4096
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+_USAGES: dict[tuple[int, int, int], Usage] = {}
+"""Kept results' token counts seen before, so equal ones are held once (never changed)."""
+_EVERY_USAGE_FIELD: set[str] = set(Usage.model_fields)
+
+
+def shared_usage(usage: Usage) -> Usage:
+    """``usage``, or an equal one held before (a kept result's token counts)."""
+    if usage.model_fields_set != _EVERY_USAGE_FIELD:
+        return usage
+    key = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    found = _USAGES.get(key)
+    if found is None:
+        if len(_USAGES) >= 4096:
+            _USAGES.clear()
+        found = _USAGES[key] = usage
+    return found
+
+
+def packable(data: dict[str, Any], name: str) -> bool:
+    """Whether ``data[name]`` is JSON values of the field's declared shape, to be packed."""
+    value = data.get(name)
+    if name == "expected":
+        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def pack(value: Any) -> Packed:
+    """``value`` (JSON values) as :class:`Packed`; a short one equal to one packed before is
+    that one."""
+    packed = Packed(_PACK.encode(value).encode("utf-8", "surrogatepass"))
+    if len(packed) > 256:
+        return packed
+    if len(_PACKED) >= _PACKED_MAX:
+        _PACKED.clear()
+    return _PACKED.setdefault(packed, packed)

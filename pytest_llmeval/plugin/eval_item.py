@@ -20,7 +20,6 @@ from pytest_llmeval.plugin.compat import skip_at_item
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.fixtures import FixtureValues, reuse_fixture_values, session_fixtures
 from pytest_llmeval.plugin.resume import resume_key
-from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY, other_model
 from pytest_llmeval.report.case_view import failure_details
 from pytest_llmeval.suites.base import LoadItem, PendingCase
 from pytest_llmeval.suites.fields import check_counts
@@ -147,57 +146,32 @@ class EvalItem(pytest.Function):
         if runs_no_case(self.config):  # --setup-only, --setup-plan: its fixtures, no agent
             self._set_up_fixtures()
             return
-        named = self.state.runner_model
-        agent_first = not named.settled and self.runnable
-        if agent_first:  # no runner of the plugin's: the first case's agent names the model
-            try:
-                self._set_up_fixtures()  # before any case is built (prompt_format: auto)
-            except (Exception, pytest.skip.Exception, pytest.fail.Exception):
-                self._own_outcome()  # a broken row's error (or the case's skip) comes first
-                raise
-            named.settle(self._agent_fingerprint(), from_agent=True)
         case = self.case
         if self.problem is not None:
             raise self.problem
         assert case is not None
         if case.skip_reason:
             _skip(case.skip_reason)
-        if not agent_first:
-            self._set_up_fixtures()
+        self._set_up_fixtures()
         agent = self.funcargs["llmeval_agent"]
+        self._agent_fingerprint(agent)  # the result carries it: one that fails errs here
         resume = self.config.stash.get(resume_key, None)
         if resume is not None:
             resume.check_runner(self, agent)  # the same runner as the earlier attempts
-        if named.from_agent and RUNNER_MODEL_KEY in case.metadata:  # the first agent's model
-            other = other_model(case.metadata, self.state.results.fingerprint_of(agent)[0])
-            if other is not None:
-                raise RunnerError(other, kind="agent")
         broker = cast(ToolBroker, self.funcargs["llmeval_broker"])  # or a user's look-alike
         self.transcript = self.state.run_ahead.transcript_for(self, agent, broker)
         fault = transcript_fault(self.transcript)
         if fault is not None:
             raise fault
 
-    def _agent_fingerprint(self) -> dict[str, Any]:
-        """The fingerprint of the case's agent; a ``fingerprint()`` of a user's agent that
-        fails is the case's error, in one line."""
+    def _agent_fingerprint(self, agent: Any) -> None:
+        """Read the fingerprint of the case's agent (once per agent object); a
+        ``fingerprint()`` of a user's agent that fails is the case's error, in one line."""
         try:
-            return self.state.results.fingerprint_of(self.funcargs["llmeval_agent"])[0]
+            self.state.results.fingerprint_of(agent)
         except Exception as exc:
             message = f"llmeval_agent's fingerprint() failed: {type(exc).__name__}: {exc}"
             raise RunnerError(message, kind="agent") from None
-
-    def _own_outcome(self) -> None:
-        """When the fixtures failed before the agent could name its model: the row's own
-        error (a broken row), or the case's own skip, as when the case is built first. The
-        case is built without settling the model, and kept for this item's report (which
-        must not settle it either: the next case's agent may still name it)."""
-        with self.state.runner_model.probe():
-            case = self.case
-        if self.problem is not None:
-            raise self.problem from None
-        if case is not None and case.skip_reason:
-            _skip(case.skip_reason)
 
     def _set_up_fixtures(self) -> None:
         if not reuse_fixture_values(self, self.eval_file.fixture_values):

@@ -1,12 +1,11 @@
 """What an eval case's test report carries, made once per phase: its result (built,
 journaled and put on the record), the facts for the xdist controller
 (:class:`~pytest_llmeval.plugin.worker_wire.ReportFacts`: a refusal, a stopped journal, the
-model a worker's cases were built for, the agents in flight), and pytest's own status of a
+agents in flight), and pytest's own status of a
 case that errored while it was scored."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from pytest_llmeval.plugin import case_reports
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.eval_item import EvalItem
-from pytest_llmeval.plugin.runner_model import RUNNER_MODEL_KEY
 from pytest_llmeval.plugin.state import state_key
 
 __all__ = ["pytest_report_teststatus", "pytest_runtest_makereport"]
@@ -25,12 +23,7 @@ __all__ = ["pytest_report_teststatus", "pytest_runtest_makereport"]
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     if not isinstance(item, EvalItem):
         return _with_in_flight((yield), item.config)
-    named = item.state.runner_model
-    # a case reported before the model is known (pytest skipped it by a mark, its fixtures
-    # failed) is read without settling it: the next case's agent may still name it
-    with contextlib.nullcontext() if named.settled else named.probe():
-        report = _eval_report((yield), item, call)
-    return _with_in_flight(report, item.config)
+    return _with_in_flight(_eval_report((yield), item, call), item.config)
 
 
 def _with_in_flight(report: pytest.TestReport, config: pytest.Config) -> pytest.TestReport:
@@ -51,14 +44,6 @@ def _eval_report(report: Any, item: EvalItem, call: pytest.CallInfo[None]) -> An
         pass
     else:  # a refused resume journals nothing
         state.results.attach(item, item.agent, call, report)
-        case = item.built_case  # under xdist, the model the cases that ran were built for
-        named = state.runner_model  # (once per worker: every case of it was built for one)
-        if call.when == "call" and not named.told and case and RUNNER_MODEL_KEY in case.metadata:
-            worker = wire.worker_id(item.config)
-            if worker is not None:
-                named.told = True
-                said = (worker, case.metadata[RUNNER_MODEL_KEY])
-                wire.add_facts(report, {"runner_model": said})
         if call.when == "call":
             state.run_ahead.judged(item.nodeid)
         record = state.records.of(report)

@@ -88,7 +88,6 @@ def pytest_configure(config: pytest.Config) -> None:
             state.settings,
             state.run_dir,
             stop,
-            state.runner_model,
             state.scoring,
             state.attempt,
             state.results.fingerprint_of,
@@ -228,8 +227,8 @@ def pytest_collection_modifyitems(
     collected = config.stash[deselections_key].collected_nodeids()
     resume = config.stash.get(resume_key, None)
     if resume is not None:
-        if resume.finished and not preflight.settle_runner_model(session, items):
-            return  # the runner cannot be built: stopped (a resume builds the cases it compares)
+        if resume.finished and not preflight.runner_before_resume(session, items):
+            return  # stopped (one usage error): a resume builds the cases it compares
         resume.skip_finished(items, case_fingerprint, collected)
     if state.settings.shard is not None:  # --llmeval-shard I/N: the other shards' cases go
         keep, drop = sharding.split_shard(items, *state.settings.shard, _is_eval_item)

@@ -7,8 +7,10 @@ session checks what every case would otherwise fail on one by one:
   ``llmeval_runner`` fixture (an overridden ``llmeval_runner`` or ``llmeval_agent`` that does not
   ask for it makes the option irrelevant): an unknown name, a runner that cannot be built (a
   missing model path or extra), replay without a cassette folder. The model its fingerprint
-  names is settled for the suites then (:mod:`~pytest_llmeval.plugin.runner_model`), before
-  any case is built; a resume, which builds the cases to compare them, builds it just before;
+  names is handed to the suites then (:mod:`~pytest_llmeval.plugin.runner_model`), before
+  any case is built; a resume, which builds the cases to compare them, builds it just before.
+  A case built from that model (``prompt_format: auto``) that runs with a user's agent
+  instead needs ``--llmeval-model``;
 * a manifest that asks for the runner's chat endpoint as a fallback (When2Call's
   ``loglik_fallback``) when the runner has none (it cannot generate, or it is an ``hf`` base
   model without a chat template);
@@ -38,11 +40,10 @@ import pytest
 from pytest_llmeval.config.settings import Settings, judge_settings
 from pytest_llmeval.core.errors import CaseFileError, ConfigError, SetupProblem
 from pytest_llmeval.engine.case_services import check_embedder
-from pytest_llmeval.plugin import protocol_refusals
+from pytest_llmeval.plugin import protocol_refusals, runner_model
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.budget import Budget
 from pytest_llmeval.plugin.budget_measure import unpriced_at_start
-from pytest_llmeval.plugin.compat import fixture_info
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.eval_item import EvalItem
 from pytest_llmeval.plugin.gate_checks import check_gates, check_something_decides
@@ -56,12 +57,9 @@ __all__ = [
     "close_unused_runner",
     "raise_worker_usage_error",
     "replay_header",
-    "settle_runner_model",
+    "runner_before_resume",
     "take_runner",
 ]
-
-OWN_FIXTURES_MODULE = "pytest_llmeval.plugin.case_fixtures"
-"""Where the plugin's own ``llmeval_runner`` fixture is defined."""
 
 _runner_key = pytest.StashKey[Any]()
 
@@ -85,12 +83,9 @@ def check(
         if not runs_no_case(config):
             _check_budget(config)  # a resume whose earlier attempts spent it: nothing to build
             fingerprint = None
-            if _uses_own_runner(items):
-                runner = config.stash.get(_runner_key, None)  # built already by a resume
-                if runner is None:
-                    config.stash[_runner_key] = runner = build_runner(config, state)
+            runner = _own_runner(config, state, items)  # and the model it names, for the suites
+            if runner is not None:
                 fingerprint = agent_fingerprint(runner)
-                state.runner_model.settle(fingerprint)  # before a case is built
                 _check_chat_fallback(state, items, runner)
                 check_loglik_endpoint(config, state, items, runner, state.dispatcher.call)
             why = unpriced_at_start(state.settings, fingerprint)  # a cost budget it cannot price
@@ -114,24 +109,37 @@ def _check_setup(items: Sequence[pytest.Item]) -> None:
             raise pytest.UsageError(str(problem))
 
 
-def settle_runner_model(session: pytest.Session, items: Sequence[pytest.Item]) -> bool:
-    """Before a resume compares the earlier results with the cases (which builds them): build
-    the plugin's own runner now, when the cases use it, and settle the model it names (a
-    case may be built from it: ``prompt_format: auto``); the checks after collection reuse
-    it. ``False`` when it cannot be built: the session is stopped (one usage error)."""
+def runner_before_resume(session: pytest.Session, items: Sequence[pytest.Item]) -> bool:
+    """Before a resume compares the earlier results with the cases (which builds them): the
+    plugin's own runner built now, when the cases use it, and the model it names handed to
+    the suites (a case may be built from it: ``prompt_format: auto``); the checks after
+    collection reuse it. ``False`` when it cannot be built, or a case built from the model
+    runs with a user's agent: the session is stopped (one usage error)."""
     config = session.config
-    state = config.stash[state_key]
     own = [item for item in items if isinstance(item, EvalItem) and item.runnable]
-    if runs_no_case(config) or not own or not _uses_own_runner(own):
+    if runs_no_case(config) or not own:
         return True
     try:
-        runner = build_runner(config, state)
+        _own_runner(config, config.stash[state_key], own)
     except pytest.UsageError as exc:
         _stop(session, str(exc))
         return False
-    config.stash[_runner_key] = runner
-    state.runner_model.settle(agent_fingerprint(runner))
     return True
+
+
+def _own_runner(config: pytest.Config, state: LLMEvalState, items: Sequence[EvalItem]) -> Any:
+    """The plugin's runner when a case of ``items`` uses it, built once (``None`` when every
+    case runs with a user's agent), the model its fingerprint names handed to the suites
+    before any case is built; a usage error when a case built from that model runs with a
+    user's agent (:func:`~pytest_llmeval.plugin.runner_model.check_known`)."""
+    runner_model.check_known(state, items)
+    if not runner_model.uses_own_runner(items):
+        return None
+    runner = config.stash.get(_runner_key, None)  # built already by a resume
+    if runner is None:
+        config.stash[_runner_key] = runner = build_runner(config, state)
+        state.context.runner_model = runner_model.model_named(agent_fingerprint(runner))
+    return runner
 
 
 def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:
@@ -249,18 +257,3 @@ def _has_chat(runner: Any) -> bool:
     if not callable(getattr(runner, "generate", None)):
         return False
     return getattr(runner, "has_chat_template", True) is not False
-
-
-def _uses_own_runner(items: Sequence[EvalItem]) -> bool:
-    """Whether a case asks for the plugin's own ``llmeval_runner`` (items of one file share a
-    fixture closure, so each closure is looked at once)."""
-    seen: set[int] = set()
-    for item in items:
-        info = fixture_info(item)
-        if id(info) in seen:
-            continue
-        seen.add(id(info))
-        chain = info.name2fixturedefs.get("llmeval_runner") or ()
-        if chain and getattr(chain[-1].func, "__module__", None) == OWN_FIXTURES_MODULE:
-            return True
-    return False

@@ -28,14 +28,11 @@ from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.resume_refusals import (
     files_gone,
-    model_unread,
-    model_unread_hint,
     not_collected,
     other_dataset,
     other_runner,
     other_scoring,
 )
-from pytest_llmeval.plugin.runner_model import RunnerModel
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, read_reusable
 
@@ -59,7 +56,6 @@ class Resume:
         settings: Settings,
         run_dir: Path,
         stop: Stop,
-        runner_model: RunnerModel,
         scoring: ScoringKeys,
         attempt: int,
         fingerprint_of: Callable[[Any], tuple[dict[str, Any], str]],
@@ -69,7 +65,6 @@ class Resume:
         self.settings = settings
         self.run_dir = run_dir
         self.stop = stop
-        self.runner_model = runner_model
         self.scoring = scoring
         self.fingerprint_of = fingerprint_of
         try:
@@ -132,7 +127,6 @@ class Resume:
                 rescored += same_row
         if not reused and not self.settings.resume_allow_mismatch:
             reason = other_dataset(self.run_dir, len(self.finished), len(changed))
-            reason += model_unread_hint(self.runner_model.asked_early and bool(changed))
             if changed and rescored == len(changed):
                 reason = other_scoring(self.run_dir, rescored)
             self._refuse(items, reason)
@@ -184,23 +178,17 @@ class Resume:
     def check_runner(self, item: pytest.Item, agent: Any) -> None:
         """The runner (or agent) must be the one that made the run dir's results, unless
         ``--llmeval-resume-allow-mismatch``; checked once per process, at the first case set
-        up, before it runs; and the model it names must be the one the cases were built for
-        (see :mod:`~pytest_llmeval.plugin.runner_model`), whatever
-        ``--llmeval-resume-allow-mismatch`` says. The session stops with a usage error; an
+        up, before it runs. The session stops with a usage error; an
         xdist worker fails that case with :class:`RunDirRefused` and stops, and its
         controller, told on the report, exits the same way."""
-        if self._runner_checked or not (self.finished or self.runner_model.asked_early):
+        if self._runner_checked or not self.finished:
             return
         self._runner_checked = True
-        fp, runner_id = self.fingerprint_of(agent)
+        runner_id = self.fingerprint_of(agent)[1]
         earlier = {r.runner_fingerprint for r, _ in self.finished.values() if r.runner_fingerprint}
-        missed = self.runner_model.missed(fp)  # cases built before this agent's model was read
-        if missed is not None:
-            reason = self.stop.refuse(model_unread(self.run_dir, missed))
-        elif not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
+        if not earlier or earlier == {runner_id} or self.settings.resume_allow_mismatch:
             return
-        else:
-            reason = self.stop.refuse(other_runner(self.run_dir, earlier, runner_id))
+        reason = self.stop.refuse(other_runner(self.run_dir, earlier, runner_id))
         if not wire.is_worker(self.config):
             pytest.exit(reason, returncode=pytest.ExitCode.USAGE_ERROR)
         item.session.shouldstop = reason

@@ -11,8 +11,6 @@ from typing import Any
 
 __all__ = [
     "files_gone",
-    "model_unread",
-    "model_unread_hint",
     "not_collected",
     "other_dataset",
     "other_runner",
@@ -77,28 +75,4 @@ def other_runner(run_dir: Path, earlier: Collection[str], now: str) -> str:
         f"{', '.join(f[:12] for f in sorted(earlier))}, now {now[:12]}); resume with "
         "the same runner settings, or add --llmeval-resume-allow-mismatch to keep its "
         "results anyway"
-    )
-
-
-def model_unread(run_dir: Path, model: str) -> str:
-    """The agent (a user's fixture, set up only when the first case runs) names a model the
-    resume could not read when it compared the cases: ``prompt_format: auto`` would differ
-    from the format the model picks."""
-    return (
-        f"--llmeval-resume {run_dir}: the agent's fingerprint names model {model!r}, read only "
-        "once the first case ran, after the resume had compared the cases: prompt_format: "
-        f"auto cannot follow it here; give --llmeval-model {model!r}, or name the format in "
-        "the manifest"
-    )
-
-
-def model_unread_hint(unread: bool) -> str:
-    """What to add to a refusal when the cases were compared before the agent (a user's
-    fixture) could say which model it is: their format may be what changed."""
-    if not unread:
-        return ""
-    return (
-        " (prompt_format: auto: the cases were compared before the agent, a fixture set up "
-        "only when the first case runs, could name its model; if it names one, give "
-        "--llmeval-model NAME, or name the format in the manifest)"
     )

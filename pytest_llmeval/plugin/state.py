@@ -40,7 +40,6 @@ from pytest_llmeval.plugin.judge_builder import case_services
 from pytest_llmeval.plugin.marks import CaseMarks
 from pytest_llmeval.plugin.phase_results import ResultBuilder
 from pytest_llmeval.plugin.run_ahead import RunAhead
-from pytest_llmeval.plugin.runner_model import RunnerModel
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.claim import RunDirLock, check_resume_target, check_run_dir_target
 from pytest_llmeval.rundir.files import plan_run_dir, tag_run_dir
@@ -116,8 +115,6 @@ class LLMEvalState:
         """The case result of the report being made or logged (registered as a plugin: it
         carries a worker's results to the xdist controller)."""
         self.results = ResultBuilder(suites, self.redactor, self.journal, self.records)
-        self.runner_model = RunnerModel()
-        """The model the runner names, settled once for the suites (``prompt_format: auto``)."""
         if settings.shard is not None:  # also from ini/env: the xdist scheduler reads the option
             setattr(config.option, sharding.SHARD_DEST, settings.shard)
 
@@ -170,9 +167,7 @@ class LLMEvalState:
 
     @functools.cached_property
     def context(self) -> SuiteContext:
-        context = SuiteContext.from_settings(self.settings)
-        context.runner_model = self.runner_model
-        return context
+        return SuiteContext.from_settings(self.settings)
 
     def check_support_files(self) -> None:
         """Read now the support files the suites need (the tool registry, the seed manifest,

@@ -169,8 +169,6 @@ class ReportFacts(TypedDict, total=False):
     """The session refused (a resume of another runner): the controller stops."""
     unjournaled: str
     """This process's journal stopped: why, in one line."""
-    runner_model: tuple[str, str | None]
-    """A worker's id and the model its cases were built for (``prompt_format: auto``)."""
     in_flight: int
     """The agents in flight in the process that made the report."""
     scored_error: bool

@@ -1,9 +1,9 @@
 """The xdist controller's side of the plugin, shaped like xdist's ``dsession``: registered
 only in the process that starts the workers. It tells each worker what it must know
 (:class:`~pytest_llmeval.plugin.worker_wire.WorkerInput`, the limits server, the hash
-scheduler's mark), brings the hash scheduler in, and stops the session on what a worker says:
-a configuration error on a collect report, workers whose cases were built for different
-models. The worker's side is :class:`~pytest_llmeval.plugin.interruption.WorkerStop` and the
+scheduler's mark), brings the hash scheduler in, and stops the session on a configuration
+error a worker hands on a collect report. The worker's side is
+:class:`~pytest_llmeval.plugin.interruption.WorkerStop` and the
 :class:`~pytest_llmeval.plugin.worker_wire.WorkerOutput` each plugin fills.
 """
 
@@ -15,9 +15,7 @@ import pytest
 
 from pytest_llmeval.plugin import preflight, running_marks
 from pytest_llmeval.plugin import scheduling as sharding
-from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
-from pytest_llmeval.plugin.runner_model import workers_disagree
 from pytest_llmeval.plugin.state import LLMEvalState
 
 __all__ = ["XdistController"]
@@ -29,20 +27,6 @@ class XdistController:
 
     def __init__(self, state: LLMEvalState):
         self.state = state
-        self.models: dict[str, str | None] = {}
-        """The controller's: the model each worker built its cases for (``prompt_format:
-        auto`` from the runner's fingerprint), as its reports say."""
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The controller: workers that built their cases for different models fail the run
-        (one usage error, as a worker's refusal), rather than mix prompt formats."""
-        said = wire.facts(report).get("runner_model")
-        if not isinstance(said, (list, tuple)) or len(said) != 2:
-            return
-        self.models.setdefault(str(said[0]), said[1])
-        disagree = workers_disagree(self.models)
-        if disagree is not None:
-            self.state.stop.refuse(disagree)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

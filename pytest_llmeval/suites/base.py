@@ -32,7 +32,6 @@ from pytest_llmeval.suites.fields import check_counts
 from pytest_llmeval.tools.registry import ToolRegistry
 
 __all__ = [
-    "RUNNER_MODEL_KEY",
     "AbsentMetrics",
     "CaseSource",
     "CollectedData",
@@ -50,10 +49,6 @@ __all__ = [
     "path_tag",
     "row_fingerprint",
 ]
-
-RUNNER_MODEL_KEY = "runner_model"
-"""The metadata key of a case built from :attr:`SuiteContext.runner_model`: the name it was
-built for, so the plugin can refuse to run it with an agent that names another model."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +96,13 @@ class SuiteContext:
     """Parsed seed manifest, or ``None`` when the file does not exist."""
     snapshot: Any = None
     """Parsed snapshot, or ``None`` when none is configured."""
-    runner_model: Callable[[], str | None] = field(default=lambda: None)
-    """The ``model`` named by the fingerprint of the runner (or agent) the cases run with, for
-    a case built from the model's name (When2Call's ``prompt_format: auto`` without
-    ``--llmeval-model``); ``None`` when it names none. The plugin answers it once per process,
-    before any such case is built, so every case of the process gets the same answer."""
+    runner_model: str | None = None
+    """The ``model`` named by the fingerprint of the plugin's runner (``--llmeval-runner``),
+    for a case built from the model's name (When2Call's ``prompt_format: auto`` without
+    ``--llmeval-model``); ``None`` when it names none, or when no case runs with the plugin's
+    runner (a user's agent fixture, whose model is known only once a case runs: the plugin
+    refuses ``auto`` there at the start). The plugin sets it once per process, before any
+    case is built, so every case of the process gets the same answer."""
     collected: CollectedData = field(default_factory=CollectedData)
     """The data files' hashes as this session collected them (filled by the plugin)."""
 

@@ -42,8 +42,8 @@ Without a manifest, a file whose rows have that shape is claimed with these defa
 
 ``prompt_format: auto`` picks the format from the model's name
 (:mod:`~pytest_llmeval.suites.when2call_routing`): ``--llmeval-model``, else the ``model`` the
-runner's fingerprint names (``default`` when it names none); the chosen one is in every case's
-metadata and fingerprint.
+plugin's runner's fingerprint names (:attr:`SuiteContext.runner_model`; ``default`` when it
+names none); the chosen one is in every case's metadata and fingerprint.
 
 A case passes iff the prediction of the ``score`` rule is the gold label. Dataset metrics are
 in :mod:`~pytest_llmeval.suites.when2call_metrics`.
@@ -51,6 +51,7 @@ in :mod:`~pytest_llmeval.suites.when2call_metrics`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -72,7 +73,6 @@ from pytest_llmeval.core.models import (
 from pytest_llmeval.inputs.manifest import COMMON_OPTIONS
 from pytest_llmeval.inputs.unique_keys import unique_object
 from pytest_llmeval.suites.base import (
-    RUNNER_MODEL_KEY,
     AbsentMetrics,
     CaseSource,
     LoadItem,
@@ -214,7 +214,7 @@ def resolve_auto(
 ) -> When2CallOptions:
     """``options`` with a ``prompt_format: auto`` that ``--llmeval-model`` did not settle
     resolved from the model the runner's fingerprint names (``runner_model``): its route, or
-    ``default`` when it names none (a user's agent without a ``model``)."""
+    ``default`` when it names none."""
     if options.prompt_format != "auto":
         return options
     name = runner_model if runner_model and model_stem(runner_model) else None
@@ -235,27 +235,13 @@ def _check_format(source: CaseSource, options: When2CallOptions) -> None:
 
 def _settled(
     source: CaseSource, options: When2CallOptions, ctx: SuiteContext
-) -> Callable[[], tuple[When2CallOptions, dict[str, Any]]]:
-    """The file's options as its cases are built, with what a case's metadata adds: an
-    ``auto`` left open is resolved from the runner's model as each case is built (the runner
-    is known by then; once per answer), and the case says which model it was built for
-    (:data:`~pytest_llmeval.suites.base.RUNNER_MODEL_KEY`)."""
+) -> Callable[[], When2CallOptions]:
+    """The file's options as its cases are built: an ``auto`` that ``--llmeval-model`` left
+    open is resolved from the model the plugin's runner names, once, at the first case built
+    (the plugin sets :attr:`SuiteContext.runner_model` before any case is built)."""
     if options.prompt_format != "auto":
-        fixed: tuple[When2CallOptions, dict[str, Any]] = (options, {})
-        return lambda: fixed
-    memo: dict[str | None, tuple[When2CallOptions, dict[str, Any]]] = {}
-
-    def settled() -> tuple[When2CallOptions, dict[str, Any]]:
-        model = ctx.runner_model()
-        found = memo.get(model)
-        if found is None:
-            found = memo[model] = (
-                resolve_auto(source, options, model),
-                {RUNNER_MODEL_KEY: model},
-            )
-        return found
-
-    return settled
+        return lambda: options
+    return functools.cache(lambda: resolve_auto(source, options, ctx.runner_model))
 
 
 def _option_error(source: CaseSource, key: str, message: str) -> CaseFileError:
@@ -297,7 +283,7 @@ class When2CallSuite(SuiteBase):
         settled = _settled(source, options, ctx)
         yield from iter_cases(
             records,
-            lambda line, row: self._case(source, line, row, *settled()),
+            lambda line, row: self._case(source, line, row, settled()),
             lambda line, row: _identify(RowReader(source.display, line, row)),
         )
 
@@ -307,7 +293,6 @@ class When2CallSuite(SuiteBase):
         line: int,
         row: dict[str, Any],
         options: When2CallOptions,
-        routed: dict[str, Any],
     ) -> EvalCase:
         read = RowReader(source.display, line, row)
         case_id, gold = _identify(read)
@@ -329,7 +314,6 @@ class When2CallSuite(SuiteBase):
             "prompt_format": fmt,
             "score": options.score,
             "source": row.get("source"),
-            **routed,
         }
         common: dict[str, Any] = {
             "case_id": case_id,

@@ -552,9 +552,10 @@ def test_a_broken_baseline_is_refused_and_the_run_is_red(
 
 
 def test_a_broken_row_whose_fixture_skips_first_stays_an_error(pytester: pytest.Pytester) -> None:
-    """A conftest's agent is set up before the first case is built (it may name the model a
-    case is built for). A fixture that skips that first case (a resource warming up) must not
-    make a broken row read skipped: the run stays red though every other case passes."""
+    """A conftest's agent fixture that skips the first case it is set up for (a resource
+    warming up) must not make a broken row read skipped: the row is read before the case's
+    fixtures are set up (a conftest's agent never names the model a case is built for), so it
+    stays an error, and the run stays red."""
     from tests.suites.test_when2call import SCORER_CONFTEST
     from tests.suites.test_when2call_routing import _rows
 
@@ -574,14 +575,14 @@ def test_a_broken_row_whose_fixture_skips_first_stays_an_error(pytester: pytest.
     result = _run(pytester)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     outcomes = {r["case_id"]: r["outcome"] for r in read_jsonl(pytester.path / "run/results.jsonl")}
-    assert outcomes == {"000-broken": "error", "good-0": "passed", "good-1": "passed"}
+    assert outcomes == {"000-broken": "error", "good-0": "skipped", "good-1": "passed"}
 
 
 def test_an_agent_whose_fingerprint_fails_errs_each_case_in_one_line(
     pytester: pytest.Pytester,
 ) -> None:
-    """A user's agent whose ``fingerprint()`` raises (its model is read at the first case's
-    setup): each case is an error naming it, never an INTERNALERROR."""
+    """A user's agent whose ``fingerprint()`` raises (read at each case's setup: the result
+    carries it): each case is an error naming it, never an INTERNALERROR."""
     pytester.makeconftest(
         "import pytest\n\nclass Agent:\n    def fingerprint(self):\n"
         "        raise RuntimeError('no fingerprint today')\n"

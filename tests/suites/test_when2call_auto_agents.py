@@ -1,6 +1,8 @@
-"""``prompt_format: auto`` from a conftest's agent fixture, attacked: a first case whose
-fixtures fail, an agent per case, an xdist worker per model. None may end quieter than the
-same run without ``auto`` would (a broken row stays an error), nor mix formats silently."""
+"""``prompt_format: auto`` when the cases run with a conftest's own agent (an ``llmeval_runner``
+or ``llmeval_agent`` fixture that does not take the plugin's runner): its model is known only
+once a case runs, so ``auto`` there needs ``--llmeval-model`` (one usage error before any case
+otherwise, with xdist as without, on a resume too); a named model or a named format runs. A
+user's agent that wraps the plugin's runner runs in the format that runner's model picks."""
 
 from __future__ import annotations
 
@@ -16,13 +18,36 @@ from tests.suites.test_when2call_routing import _rows
 LLAMA = "meta-llama/Llama-3.2-1B-Instruct"
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
 
+SET_UP = "set_up.txt"
+"""A file the conftests' fixtures below write when they are set up (an agent was asked)."""
 
-def _setup(pytester: pytest.Pytester, fixture: str, rows: list[dict[str, Any]]) -> None:
+FIXTURES = {
+    "session runner": '@pytest.fixture(scope="session")\ndef llmeval_runner():\n'
+    "    set_up('runner')\n    return Named()\n",
+    "agent per case": "N = [0]\n@pytest.fixture\ndef llmeval_agent():\n    N[0] += 1\n"
+    f"    set_up('agent')\n"
+    f"    os.environ['RUNNER_MODEL'] = {LLAMA!r} if N[0] == 1 else {QWEN!r}\n"
+    "    return default_agent(Named())\n",
+    "runner that skips": '@pytest.fixture(scope="session")\ndef llmeval_runner():\n'
+    "    set_up('skip')\n    pytest.skip('no gpu here')\n",
+}
+"""A conftest's own agent: a session-wide runner naming ``RUNNER_MODEL``, an agent per case
+naming another model than the first's, a runner fixture that skips."""
+
+FIX = "give --llmeval-model NAME, or name prompt_format in the manifest auto.llmeval.yaml"
+
+
+def _setup(
+    pytester: pytest.Pytester, fixture: str, rows: list[dict[str, Any]], manifest: str = AUTO
+) -> None:
     pytester.makeini("[pytest]\n")
-    head = "\nimport pytest\nfrom pytest_llmeval.engine.agent import default_agent\n"
+    head = (
+        "\nimport pytest\nfrom pytest_llmeval.engine.agent import default_agent\n"
+        f"def set_up(what):\n    with open({SET_UP!r}, 'a') as f:\n        f.write(what)\n"
+    )
     pytester.makeconftest(SCORER_CONFTEST + NAMED + head + fixture)
     write_jsonl(pytester, "data/rows.jsonl", rows)
-    (pytester.path / "auto.llmeval.yaml").write_text(AUTO)
+    (pytester.path / "auto.llmeval.yaml").write_text(manifest)
 
 
 def _outcomes(pytester: pytest.Pytester) -> dict[str, tuple[str, str]]:
@@ -32,16 +57,100 @@ def _outcomes(pytester: pytest.Pytester) -> dict[str, tuple[str, str]]:
     }
 
 
+def _formats(pytester: pytest.Pytester) -> set[str]:
+    results = read_jsonl(pytester.path / "run" / "results.jsonl")
+    return {r["details"]["prompt_format"] for r in results if r["outcome"] != "error"}
+
+
 def _copies(n: int) -> list[dict[str, Any]]:
     return [dict(row, uuid=f"{row['uuid']}-{i}") for i in range(n) for row in _rows()]
+
+
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_auto_with_a_conftest_agent_and_no_model_is_one_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fixture: str, workers: list[str]
+) -> None:
+    # the model is known only once a case's agent is set up: no case is built in a format
+    # its model may not pick, whatever the agent turns out to name
+    if workers:
+        pytest.importorskip("xdist")
+    monkeypatch.setenv("RUNNER_MODEL", QWEN)
+    _setup(pytester, FIXTURES[fixture], _copies(2))
+    result = pytester.runpytest_subprocess(
+        "--llmeval-run-dir=run", "-p", "no:cacheprovider", *workers
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
+    assert FIX in out and "conftest's own llmeval_agent or llmeval_runner fixture" in out
+    assert "Traceback" not in out
+    assert not (pytester.path / SET_UP).exists()  # no agent was set up, no case ran
+
+
+@pytest.mark.parametrize("fixture", ["session runner", "agent per case"])
+def test_a_conftest_agent_runs_in_the_format_llmeval_model_names(
+    pytester: pytest.Pytester, fixture: str
+) -> None:
+    # the agents' own models (llama for the first, qwen for the others) are not read
+    _setup(pytester, FIXTURES[fixture], _copies(2))
+    result = pytester.runpytest(
+        "--llmeval-run-dir=run", "-p", "no:cacheprovider", "--llmeval-model", QWEN
+    )
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    assert {state for state, _ in _outcomes(pytester).values()} <= {"passed", "failed"}
+    assert _formats(pytester) == {"qwen2_5"}
+
+
+def test_a_conftest_agent_with_a_named_format_runs(pytester: pytest.Pytester) -> None:
+    _setup(pytester, FIXTURES["agent per case"], _copies(2), AUTO.replace("auto", "llama3_2"))
+    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "no:cacheprovider")
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    assert {state for state, _ in _outcomes(pytester).values()} <= {"passed", "failed"}
+    assert _formats(pytester) == {"llama3_2"}
+
+
+def test_only_the_cases_a_conftest_agent_runs_need_the_model(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the plugin's runner runs the top folder's auto cases (its model is read); a folder's
+    # own conftest agent runs that folder's: its auto manifest is the one refused
+    monkeypatch.setenv("RUNNER_MODEL", QWEN)
+    _setup(
+        pytester,
+        "_registered = pytest_llmeval_register_runners\n"
+        "def pytest_llmeval_register_runners(registry):\n    _registered(registry)\n"
+        "    registry.register('named', lambda settings: Named())\n"
+        "@pytest.fixture(scope='session')\ndef named_runner():\n    return Named()\n",
+        _rows(),
+    )
+    own = pytester.mkdir("own")
+    (own / "conftest.py").write_text(
+        "import pytest\nfrom pytest_llmeval.engine.agent import default_agent\n\n"
+        "@pytest.fixture\ndef llmeval_agent(named_runner):\n"
+        "    return default_agent(named_runner)\n"
+    )
+    write_jsonl(pytester, "own/data/rows.jsonl", _rows())
+    (own / "auto.llmeval.yaml").write_text(AUTO)
+    argv = ("--llmeval-run-dir=run", "-p", "no:cacheprovider", "--llmeval-runner=named")
+    refused = pytester.runpytest(*argv)
+    out = refused.stdout.str() + refused.stderr.str()
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
+    assert "name prompt_format in the manifest own/auto.llmeval.yaml" in out
+    (own / "auto.llmeval.yaml").write_text(AUTO.replace("auto", "hermes"))
+    result = pytester.runpytest(*argv)
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    by_file = {
+        (r["file"], r["details"]["prompt_format"])
+        for r in read_jsonl(pytester.path / "run" / "results.jsonl")
+    }
+    assert by_file == {("data/rows.jsonl", "qwen2_5"), ("own/data/rows.jsonl", "hermes")}
 
 
 @pytest.mark.parametrize("outcome", ["skip", "raise"])
 def test_a_broken_first_row_stays_an_error_when_its_fixture_fails(
     pytester: pytest.Pytester, outcome: str
 ) -> None:
-    # the first case's fixtures are set up before its case is built (its agent names the
-    # model): a fixture that skips must not make the broken row read skipped
+    # a fixture that skips must not make the broken row read skipped
     bad = dict(_rows()[0], uuid="000-broken", tools=["{not json"])
     body = 'pytest.skip("no gpu here")' if outcome == "skip" else 'raise RuntimeError("down")'
     _setup(
@@ -49,72 +158,12 @@ def test_a_broken_first_row_stays_an_error_when_its_fixture_fails(
         f'@pytest.fixture(scope="session")\ndef llmeval_runner():\n    {body}\n',
         [bad, *_rows()],
     )
-    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--llmeval-run-dir=run", "-p", "no:cacheprovider", "--llmeval-model", QWEN
+    )
     assert result.ret not in (0, 5), result.stdout.str()[-2000:]
     state, error = _outcomes(pytester)["000-broken"]
     assert state == "error" and "rows.jsonl:1: tools[0]: not valid JSON" in error
-
-
-def test_a_first_case_whose_fixture_fails_once_leaves_the_model_to_the_next(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RUNNER_MODEL", QWEN)
-    _setup(
-        pytester,
-        "N = [0]\n@pytest.fixture\ndef llmeval_agent():\n    N[0] += 1\n"
-        '    if N[0] == 1:\n        raise RuntimeError("flaky")\n'
-        "    return default_agent(Named())\n",
-        _copies(2),
-    )
-    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "no:cacheprovider")
-    assert result.ret == 1, result.stdout.str()[-2000:]
-    formats = {
-        r["details"]["prompt_format"]
-        for r in read_jsonl(pytester.path / "run" / "results.jsonl")
-        if r["outcome"] != "error"
-    }
-    assert formats == {"qwen2_5"}
-
-
-def test_an_agent_per_case_naming_another_model_is_that_cases_error(
-    pytester: pytest.Pytester,
-) -> None:
-    # a function-scoped agent: the first names llama (the format of every case), the others
-    # qwen; their cases were built in a format their model did not pick
-    _setup(
-        pytester,
-        "N = [0]\n@pytest.fixture\ndef llmeval_agent():\n    N[0] += 1\n"
-        f"    os.environ['RUNNER_MODEL'] = {LLAMA!r} if N[0] == 1 else {QWEN!r}\n"
-        "    return default_agent(Named())\n",
-        _copies(2),
-    )
-    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "no:cacheprovider")
-    assert result.ret == 1, result.stdout.str()[-2000:]
-    outcomes = _outcomes(pytester)
-    first = min(outcomes)
-    assert outcomes[first][0] != "error"
-    others = [v for k, v in outcomes.items() if k != first]
-    assert others and all(state == "error" for state, _ in others)
-    assert all(f"its own agent names {QWEN!r}" in error for _, error in others)
-
-
-def test_xdist_workers_whose_agents_name_different_models_stop_the_run(
-    pytester: pytest.Pytester,
-) -> None:
-    pytest.importorskip("xdist")
-    _setup(
-        pytester,
-        '@pytest.fixture(scope="session")\ndef llmeval_runner():\n'
-        "    first = os.environ.get('PYTEST_XDIST_WORKER', 'gw0') == 'gw0'\n"
-        f"    os.environ['RUNNER_MODEL'] = {LLAMA!r} if first else {QWEN!r}\n"
-        "    return Named()\n",
-        _copies(4),
-    )
-    result = pytester.runpytest_subprocess(
-        "--llmeval-run-dir=run", "-p", "no:cacheprovider", "-n", "2"
-    )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
-    result.stdout.fnmatch_lines(["*the xdist workers' agents name different models*"])
 
 
 def test_an_agent_wrapping_the_plugins_runner_runs_in_the_runners_format(
@@ -145,20 +194,24 @@ def test_an_agent_wrapping_the_plugins_runner_runs_in_the_runners_format(
     assert {r["details"]["prompt_format"] for r in results} == {"qwen2_5"}
 
 
-def test_a_first_case_skipped_by_a_mark_leaves_the_model_to_the_next(
+def test_a_first_case_skipped_by_a_mark_leaves_the_format_to_the_runner(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # pytest skips it before its setup: its report (which reads its case) must not settle
-    # the model as "none" for the cases after it, nor stop a run that is no resume
+    # pytest skips it before its setup: its report (which reads its case) changes nothing
+    # for the cases after it
     monkeypatch.setenv("RUNNER_MODEL", QWEN)
     _setup(
         pytester,
-        '@pytest.fixture(scope="session")\ndef llmeval_runner():\n    return Named()\n'
+        "_registered = pytest_llmeval_register_runners\n"
+        "def pytest_llmeval_register_runners(registry):\n    _registered(registry)\n"
+        "    registry.register('named', lambda settings: Named())\n"
         "def pytest_collection_modifyitems(items):\n"
         '    items[0].add_marker(pytest.mark.skip(reason="flaky today"))\n',
         _copies(2),
     )
-    result = pytester.runpytest("--llmeval-run-dir=run", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--llmeval-run-dir=run", "-p", "no:cacheprovider", "--llmeval-runner=named"
+    )
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     results = read_jsonl(pytester.path / "run" / "results.jsonl")
     assert sorted(r["outcome"] for r in results)[-1] == "skipped"

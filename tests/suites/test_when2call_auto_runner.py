@@ -1,5 +1,7 @@
-"""``prompt_format: auto`` without ``--llmeval-model``: the format from the model the runner's
-fingerprint names, the same for every case, under xdist and on a resume."""
+"""``prompt_format: auto`` without ``--llmeval-model``: the format from the model the plugin's
+runner's fingerprint names, the same for every case, under xdist and on a resume. (A
+conftest's own runner or agent fixture is known only once a case runs: there ``auto`` needs
+``--llmeval-model``, see test_when2call_auto_agents.py.)"""
 
 from __future__ import annotations
 
@@ -91,13 +93,12 @@ def _fingerprints(pytester: pytest.Pytester, run: str) -> dict[str, str]:
     }
 
 
-@BOTH
 def test_auto_reads_the_model_the_runners_fingerprint_names(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, conftest: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _setup(pytester, monkeypatch, conftest)
+    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
     monkeypatch.setenv("RUNNER_MODEL", QWEN)
-    runner = ["--llmeval-runner", "named"] if conftest is REGISTRY_CONFTEST else []
+    runner = ["--llmeval-runner", "named"]
     result = _run(pytester, "auto", *runner)
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     # the prompts are the qwen2_5 format's (the spec's check values for rows 0 and 4)
@@ -129,13 +130,12 @@ def test_llmeval_model_wins_over_the_runner_and_the_manifest_over_both(
     assert _formats(pytester, "hermes") == ({"hermes"}, "hermes")
 
 
-@BOTH
 def test_a_runner_that_names_no_model_gets_default_and_says_so(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, conftest: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _setup(pytester, monkeypatch, conftest)
+    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
     monkeypatch.delenv("RUNNER_MODEL", raising=False)
-    runner = ["--llmeval-runner", "named"] if conftest is REGISTRY_CONFTEST else []
+    runner = ["--llmeval-runner", "named"]
     result = _run(pytester, "auto", *runner)
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     assert {_sha16(c) for c in _contexts(pytester)} == {CHECK["default"][0], CHECK["default"][2]}
@@ -143,13 +143,12 @@ def test_a_runner_that_names_no_model_gets_default_and_says_so(
     assert "prompt format default" in result.stdout.str()
 
 
-@BOTH
 def test_xdist_workers_pick_what_one_process_picks(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, conftest: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _setup(pytester, monkeypatch, conftest)
+    _setup(pytester, monkeypatch, REGISTRY_CONFTEST)
     monkeypatch.setenv("RUNNER_MODEL", QWEN)
-    runner = ["--llmeval-runner", "named"] if conftest is REGISTRY_CONFTEST else []
+    runner = ["--llmeval-runner", "named"]
     one = _run(pytester, "one", *runner, sub=True)
     two = _run(pytester, "two", *runner, "-n", "2", sub=True)
     assert one.ret == two.ret and one.ret in (0, 1), two.stdout.str()[-2000:]
@@ -222,29 +221,24 @@ def test_a_resume_runs_again_a_case_whose_format_changed(
     assert _formats(pytester, "run") == ({"llama3_2"}, "llama3_2")
 
 
-def test_a_resume_whose_agent_is_a_fixture_naming_a_model_stops(
+def test_a_resume_whose_agent_is_a_fixture_needs_the_model_named(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _setup(pytester, monkeypatch, FIXTURE_CONFTEST)
     monkeypatch.setenv("RUNNER_MODEL", QWEN)
-    _run(pytester, "run")
+    first = _run(pytester, "run", "--llmeval-model", QWEN)
+    assert first.ret in (0, 1), first.stdout.str()[-2000:]
     _journal_one_case_less(pytester.path / "run")
     (pytester.path / "asked.jsonl").unlink()
-    # the one case kept was compared in the format of no model: it changed, and says why
-    resumed = pytester.runpytest("--llmeval-resume=run", "-p", "no:cacheprovider")
-    out = resumed.stdout.str() + resumed.stderr.str()
-    assert resumed.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
-    assert "prompt_format: auto: the cases were compared before the agent" in out
-    assert not (pytester.path / "asked.jsonl").exists()  # nothing ran in the wrong format
-    # allowed to run it again, the first case set up reads the model: the resume stops there
-    resumed = pytester.runpytest(
-        "--llmeval-resume=run", "--llmeval-resume-allow-mismatch", "-p", "no:cacheprovider"
-    )
-    out = resumed.stdout.str() + resumed.stderr.str()
-    assert resumed.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
-    assert f"the agent's fingerprint names model {QWEN!r}" in out
-    assert f"give --llmeval-model {QWEN!r}" in out
-    assert not (pytester.path / "asked.jsonl").exists()  # nothing ran in the wrong format
+    # the fixture's model is known only once a case runs: refused before the cases are
+    # compared, with and without --llmeval-resume-allow-mismatch
+    for allow in ([], ["--llmeval-resume-allow-mismatch"]):
+        resumed = pytester.runpytest("--llmeval-resume=run", "-p", "no:cacheprovider", *allow)
+        out = resumed.stdout.str() + resumed.stderr.str()
+        assert resumed.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
+        assert "give --llmeval-model NAME, or name prompt_format in the manifest" in out
+        assert "changed since" not in out
+        assert not (pytester.path / "asked.jsonl").exists()  # nothing ran in any format
     # as it says: the model named, the resume keeps the earlier case and runs the other
     resumed = pytester.runpytest(
         "--llmeval-resume=run", "--llmeval-model", QWEN, "-p", "no:cacheprovider"
@@ -253,21 +247,6 @@ def test_a_resume_whose_agent_is_a_fixture_naming_a_model_stops(
     assert "changed since" not in resumed.stdout.str()
     assert len(read_jsonl(pytester.path / "asked.jsonl")) == 4
     assert _formats(pytester, "run") == ({"qwen2_5"}, "qwen2_5")
-
-
-def test_a_resume_whose_agent_is_a_fixture_naming_no_model_keeps_its_cases(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _setup(pytester, monkeypatch, FIXTURE_CONFTEST)
-    monkeypatch.delenv("RUNNER_MODEL", raising=False)
-    _run(pytester, "run")
-    _journal_one_case_less(pytester.path / "run")
-    (pytester.path / "asked.jsonl").unlink()
-    resumed = pytester.runpytest("--llmeval-resume=run", "-p", "no:cacheprovider")
-    assert resumed.ret in (0, 1), resumed.stdout.str()[-2000:]
-    assert "changed since" not in resumed.stdout.str()
-    assert len(read_jsonl(pytester.path / "asked.jsonl")) == 4
-    assert _formats(pytester, "run") == ({"default"}, "default")
 
 
 def test_a_replay_runner_reads_the_model_its_cassettes_recorded(

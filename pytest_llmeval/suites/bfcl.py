@@ -142,7 +142,7 @@ class BfclSuite(SuiteBase):
             expect={"ground_truth": item.ground_truth} if item.ground_truth is not None else {},
             metadata={"bfcl_file": item.path, "mode": mode},
             fingerprint=row_fingerprint(self.name, {"item": dumped, "mode": mode}),
-            bfcl=BfclTask(mode=mode, item=dumped),
+            bfcl=conv.keeping(BfclTask(mode=mode, item=dumped), item),
         )
 
     # -------------------------------------------------------------------------- scoring
@@ -150,7 +150,7 @@ class BfclSuite(SuiteBase):
     def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
         assert case.bfcl is not None
         mode: Mode = case.bfcl.mode
-        item = BfclItem.model_validate(case.bfcl.item)
+        item = conv.task_item(case.bfcl)
         replies = transcript.replies or _replies_of(transcript)
         if item.multi_turn:
             if not transcript.replies:

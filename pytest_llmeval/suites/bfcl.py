@@ -128,7 +128,7 @@ class BfclSuite(SuiteBase):
     def _case(self, source: CaseSource, item: BfclItem, mode: Mode) -> EvalCase:
         messages = conv.first_messages(item, mode)
         tools = conv.tools_for(item, mode, conv.revealed_turns(item, 0))
-        dumped = item.model_dump(mode="json")
+        dumped = _as_json(item)
         return EvalCase(
             case_id=item.id,
             suite=self.name,
@@ -186,6 +186,13 @@ class BfclSuite(SuiteBase):
 
     def markdown_lines(self, artifacts: dict[str, Any]) -> list[str] | None:
         return markdown_lines(artifacts)
+
+
+def _as_json(item: BfclItem) -> dict[str, Any]:
+    """``item.model_dump(mode="json")``, without copying: every field of an item read from
+    JSON is JSON already (the dump's lists and dicts are the item's own, read only: for the
+    case's fingerprint and a task read back; a dump copied the docs per case)."""
+    return {name: getattr(item, name) for name in BfclItem.model_fields}
 
 
 def _where(source: CaseSource, ctx: SuiteContext) -> tuple[Mode, Path, Path | None]:

@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.core.case_context import case_scope
+from pytest_llmeval.core.fingerprint import canonical_json
 from pytest_llmeval.core.models import EvalCase
 from pytest_llmeval.engine.bfcl_agent import run_bfcl
 from pytest_llmeval.runners.base import Completion, GenerateRequest
 from pytest_llmeval.suites import bfcl_conversation as conv
 from pytest_llmeval.suites.base import CaseSource
-from pytest_llmeval.suites.bfcl import BfclSuite
-from pytest_llmeval.suites.bfcl_data import read_data
+from pytest_llmeval.suites.bfcl import BfclSuite, _as_json
+from pytest_llmeval.suites.bfcl_data import read_data, select_categories
 from pytest_llmeval.suites.bfcl_rows import BfclItem
 
 DATA = Path(__file__).parents[1] / "data" / "bfcl"
@@ -133,3 +134,14 @@ def test_fresh_copies_json_data_and_deep_copies_anything_else() -> None:
     odd = {"t": ([1],), "s": {1}}
     other = conv.fresh(odd)
     assert other == odd and other["t"][0] is not odd["t"][0] and other["s"] is not odd["s"]
+
+
+def test_a_cases_item_json_is_the_items_dump() -> None:
+    """The case's task holds the item as JSON (what its fingerprint hashes): byte for byte
+    ``model_dump(mode="json")``, for every vendored item, multi-turn ones included."""
+    for item in read_data(DATA, select_categories(DATA, None)).items:
+        dumped = item.model_dump(mode="json")
+        assert _as_json(item) == dumped
+        assert canonical_json(_as_json(item)) == canonical_json(dumped)
+    case = BfclSuite()._case(SOURCE, ITEMS[0], "fc")
+    assert case.bfcl is not None and case.bfcl.item == ITEMS[0].model_dump(mode="json")

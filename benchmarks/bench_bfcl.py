@@ -21,8 +21,13 @@ Two projects are built in a temporary folder, each with N cases:
 
 Both are recorded once through the real record path (``--llmeval-runner openai
 --llmeval-record new``) against the project's loopback ``OpenAIServer`` in a process of its
-own, which answers a BFCL item with the first choice of each argument of its ground truth (a
-call for relevance items, text for irrelevance ones) and a golden row with its echo. Then
+own, which answers a golden row with its echo and a BFCL item with a passing choice of its
+ground truth where the row can be passed (:func:`_reply`: the first accepted value of each
+required argument, optional ones left out, Java and JavaScript values written as source text
+of their declared type; a call for relevance items, text for irrelevance ones): the rows no
+reply can pass (a required argument without an accepted value, a ground truth that names an
+undocumented argument: 6 of the 84 vendored rows) fail, and ``golden-matched`` fails the same
+cases. Then
 both are replayed from their cassettes (``--llmeval-runner replay``), each a fresh
 ``python -m pytest`` subprocess, alternating, best of R; the replays are what is compared.
 Target (issue 31): the BFCL replay takes at most 1.3x the golden one.
@@ -102,41 +107,124 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
-def _reply(truth: list[dict[str, Any]] | None) -> Any:
-    """What the loopback model answers: the ground truth's first choices, in fc names."""
+def _reply(
+    truth: list[dict[str, Any]] | None, functions: list[dict[str, Any]], category: str
+) -> Any:
+    """What the loopback model answers: a passing choice of the ground truth, in fc names.
+
+    Each ground-truth call, by its documented name with ``.`` -> ``_``; an argument whose
+    accepted values include ``""`` (optional) is left out, every other one takes its first
+    accepted value (nested dicts and lists of them likewise); in the Java and JavaScript
+    categories the value is written as source text of its declared type, as the official
+    checker converts it back (:mod:`pytest_llmeval.scoring.bfcl.convert`)."""
     if truth is None:
         return None
+    docs = {doc["name"]: doc["parameters"].get("properties", {}) for doc in functions}
+    language = "javascript" if "javascript" in category else "java" if "java" in category else ""
     calls = []
     for call in truth:
         ((name, arguments),) = call.items()
-        calls.append((name.replace(".", "_"), _first_choices(arguments)))
+        chosen = _first_choices(arguments)
+        if language:
+            properties = docs.get(name, {})
+            chosen = {
+                key: _source(value, properties.get(key, {}), language)
+                for key, value in chosen.items()
+            }
+        calls.append((name.replace(".", "_"), chosen))
     return calls
 
 
 def _first_choices(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Each argument's first accepted value (a nested dict's too); optional ones left out."""
-    chosen = {}
-    for key, options in arguments.items():
-        if not options or options[0] == "":
-            continue
-        value = options[0]
-        if isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
-            value = _first_choices(value)
-        chosen[key] = value
-    return chosen
+    """Each required argument's first accepted value; optional ones (``""`` accepted) and
+    ones that accept nothing are left out."""
+    return {k: _chosen(v[0]) for k, v in arguments.items() if v and "" not in v}
 
 
-def write_bfcl(folder: Path, n: int) -> dict[str, Any]:
-    """N single-turn items under ``folder/bfcl_data`` and the manifest; k -> the reply."""
+def _chosen(value: Any) -> Any:
+    """A ground-truth value with its nested accepted-value dicts resolved to first choices."""
+    if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()):
+        return _first_choices(value)
+    if isinstance(value, list):
+        return [_chosen(v) for v in value]
+    return value
+
+
+def _source(value: Any, doc: dict[str, Any], language: str) -> str:
+    """``value`` as Java or JavaScript source text of the documented type."""
+    kind = doc.get("type", "String")
+    nested = (doc.get("items") or {}).get("type")
+    if language == "java":
+        return _java(value, kind, nested)
+    return _javascript(value, kind, nested)
+
+
+def _java(value: Any, kind: str, nested: str | None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "long":
+        return f"{value}L"
+    if kind == "float":
+        return f"{value}f"
+    if kind == "ArrayList" and isinstance(value, list):
+        quote = nested in ("String", "char")
+        parts = ", ".join(f'"{v}"' if quote else _java(v, nested or "any", None) for v in value)
+        return f"new ArrayList<>(Arrays.asList({parts}))"
+    if kind == "Array" and isinstance(value, list):
+        parts = ", ".join(_java(v, nested or "any", None) for v in value)
+        return f"new {nested or 'Object'}[]{{{parts}}}"
+    if kind == "HashMap" and isinstance(value, dict):
+        puts = " ".join(f'put("{k}", {_java_literal(v)});' for k, v in value.items())
+        return f"new HashMap<String, Object>() {{{{ {puts} }}}}"
+    return str(value)
+
+
+def _java_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def _javascript(value: Any, kind: str, nested: str | None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "Bigint":
+        return f"{value}n"
+    if kind == "array" and isinstance(value, list):
+        return "[" + ", ".join(_js_literal(v) for v in value) + "]"
+    if kind == "dict" and isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_js_literal(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _js_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_js_literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f"'{value}'" if '"' in value else f'"{value}"'
+    return str(value)
+
+
+def vendored_pool() -> list[tuple[str, dict[str, Any], list[dict[str, Any]] | None]]:
+    """``(category, row, ground truth)`` of every vendored single-turn row, in order (a
+    ``live_relevance`` row's: a call of its first function, as any call passes)."""
     pool: list[tuple[str, dict[str, Any], list[dict[str, Any]] | None]] = []
     for category in CATEGORIES:
         answers = DATA / "possible_answer" / f"BFCL_v4_{category}.json"
         truths = {r["id"]: r["ground_truth"] for r in _rows(answers)} if answers.is_file() else {}
         for row in _rows(DATA / f"BFCL_v4_{category}.json"):
             truth = truths.get(row["id"])
-            if category == "live_relevance":  # any call passes: call the first function
+            if category == "live_relevance":
                 truth = [{row["function"][0]["name"]: {}}]
             pool.append((category, row, truth))
+    return pool
+
+
+def write_bfcl(folder: Path, n: int) -> dict[str, Any]:
+    """N single-turn items under ``folder/bfcl_data`` and the manifest; k -> the reply."""
+    pool = vendored_pool()
     data = folder / "bfcl_data"
     (data / "possible_answer").mkdir(parents=True)
     shutil.copy(DATA / "NOTICE", data / "NOTICE")
@@ -153,7 +241,7 @@ def write_bfcl(folder: Path, n: int) -> dict[str, Any]:
         items[category].append(json.dumps({**row, "id": new_id, "question": question}))
         if truth is not None and category != "live_relevance":
             truths_out[category].append(json.dumps({"id": new_id, "ground_truth": truth}))
-        replies[str(k)] = _reply(truth)
+        replies[str(k)] = _reply(truth, row["function"], category)
     for category in CATEGORIES:
         if items[category]:
             name = f"BFCL_v4_{category}.json"

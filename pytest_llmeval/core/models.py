@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, InstanceOf
+from pydantic import ConfigDict, Field, InstanceOf, PrivateAttr
 
 from pytest_llmeval.core.model_base import Usage, _Model, _Quiet
 from pytest_llmeval.core.packed import (
@@ -170,6 +170,9 @@ class BfclTask(_Model):
     """``fc``: the API's tool calling; ``prompt``: the function docs in the system prompt."""
     item: dict[str, Any]
     """The BFCL item (``suites.bfcl_rows.BfclItem`` as JSON)."""
+    _parsed: Any = PrivateAttr(default=None)
+    """The suite's model of :attr:`item` when this process built the case (never dumped;
+    ``None`` once read back): ``suites.bfcl_conversation.task_item`` reads it."""
 
 
 class JudgeTask(_Model):

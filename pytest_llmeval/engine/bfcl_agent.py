@@ -107,7 +107,7 @@ async def run_bfcl(runner: Runner, case: EvalCase) -> Transcript:
     assert case.bfcl is not None
     start = time.perf_counter()
     mode: Mode = case.bfcl.mode
-    item = BfclItem.model_validate(case.bfcl.item)
+    item = conv.task_item(case.bfcl)
     conversation = RunnerConversation(runner, item, mode)
     if item.multi_turn:
         await run_multi_turn(MultiTurnItem.model_validate(case.bfcl.item), conversation, mode)

@@ -228,25 +228,32 @@ def _decode_one(text: str, start: int, display: str, first_line: int) -> tuple[A
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
         line, _ = _position(text, start)
         raise SupportFileError(display, line + shift, f"invalid JSON: {exc}") from None
-    if not _within_depth(value):
+    if _opening_brackets(text, start, end) > MAX_DEPTH and not _within_depth(value):
         raise _too_deep(text, start, display, shift)
     return value, end
 
 
-def _within_depth(value: Any) -> bool:
-    """Whether no list or object in ``value`` is nested deeper than :data:`MAX_DEPTH`."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > MAX_DEPTH:
+def _opening_brackets(text: str, start: int, end: int) -> int:
+    """How many ``[`` and ``{`` the value's text holds: a bound on its nesting depth (each
+    level opens with one; those inside strings only raise the bound), so a value with at most
+    :data:`MAX_DEPTH` of them needs no walk (a cassette or a row, typically)."""
+    return text.count("[", start, end) + text.count("{", start, end)
+
+
+def _within_depth(value: Any, depth: int = 1) -> bool:
+    """Whether no list or object in ``value`` is nested deeper than :data:`MAX_DEPTH`
+    (``depth``: the level ``value`` is at; the recursion stops one level past the cap)."""
+    if isinstance(value, dict):
+        children: Any = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    for child in children:
+        if isinstance(child, (dict, list)) and not _within_depth(child, depth + 1):
             return False
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return True
 
 

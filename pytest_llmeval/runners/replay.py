@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from pytest_llmeval.core.atomic import write_text
 from pytest_llmeval.core.case_context import next_repeat_index, repeat_index
 from pytest_llmeval.core.errors import CassetteMiss, ConfigError, RunnerError
-from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.core.fingerprint import canonical_json, fingerprint, sha256_hex
 from pytest_llmeval.inputs.safe_read import SupportFileError, read_json
 from pytest_llmeval.runners.base import Completion, GenerateRequest, Loglik, LoglikRequest, Runner
 from pytest_llmeval.runners.record_command import GENERIC_HINT, record_hint
@@ -55,9 +55,27 @@ def canonical_request(request: GenerateRequest) -> dict[str, Any]:
     return request.model_dump(mode="json", exclude_defaults=True)
 
 
-def _request_id(runner_fp: dict[str, Any], request: GenerateRequest) -> str:
-    """Identifies a request to a runner regardless of its repeat index."""
-    return fingerprint({"runner": runner_fp, "request": canonical_request(request)})
+class RequestKeys:
+    """One request's keys, its canonical JSON encoded once for all of them.
+
+    :meth:`request_id` is ``fingerprint({"runner": runner_fp, "request": <canonical
+    request>})`` and :meth:`key` is :func:`cassette_key`, byte for byte: the canonical JSON of
+    a dict is its keys in sorted order (``repeat`` < ``request`` < ``runner``), so both are
+    assembled around the request's canonical JSON, which is by far the largest part (a BFCL
+    request carries its function docs) and is built once instead of once per key."""
+
+    def __init__(self, runner_fp: dict[str, Any], request: GenerateRequest) -> None:
+        self._request = canonical_json(canonical_request(request))
+        self._runner = canonical_json(runner_fp)
+
+    def request_id(self) -> str:
+        """Identifies the request to the runner regardless of its repeat index."""
+        return sha256_hex('{"request":' + self._request + ',"runner":' + self._runner + "}")
+
+    def key(self, repeat: int) -> str:
+        """The cassette key of the ``repeat``-th identical request (:func:`cassette_key`)."""
+        head = '{"repeat":' + canonical_json(_repeat_key(repeat)) + ',"request":'
+        return sha256_hex(head + self._request + ',"runner":' + self._runner + "}")
 
 
 def _loglik_key(runner_fp: dict[str, Any], request: LoglikRequest) -> tuple[str, int]:
@@ -251,8 +269,9 @@ class RecordingRunner:
     async def generate(self, request: GenerateRequest) -> Completion:
         runner_fp = self.inner.fingerprint()
         folder = self.store.folder(self.inner.name, runner_fp)
-        repeat = next_repeat_index(_request_id(runner_fp, request))
-        key = cassette_key(runner_fp, request, repeat)
+        keys = RequestKeys(runner_fp, request)
+        repeat = next_repeat_index(keys.request_id())
+        key = keys.key(repeat)
         if self.mode != "all":
             recorded = self.store.get(folder, key)
             if recorded is not None:
@@ -329,9 +348,9 @@ class ReplayRunner:
         return dict(self.recorded_fingerprint)
 
     async def generate(self, request: GenerateRequest) -> Completion:
-        runner_fp = self.recorded_fingerprint
-        repeat = next_repeat_index(_request_id(runner_fp, request))
-        key = cassette_key(runner_fp, request, repeat)
+        keys = RequestKeys(self.recorded_fingerprint, request)
+        repeat = next_repeat_index(keys.request_id())
+        key = keys.key(repeat)
         recorded = self.store.get(self.folder, key)
         if recorded is None:
             raise _miss(self.folder, key, repeat, "replay", self._hint())

@@ -128,7 +128,7 @@ class BfclSuite(SuiteBase):
     def _case(self, source: CaseSource, item: BfclItem, mode: Mode) -> EvalCase:
         messages = conv.first_messages(item, mode)
         tools = conv.tools_for(item, mode, conv.revealed_turns(item, 0))
-        dumped = item.model_dump(mode="json")
+        dumped = _as_json(item)
         return EvalCase(
             case_id=item.id,
             suite=self.name,
@@ -142,7 +142,7 @@ class BfclSuite(SuiteBase):
             expect={"ground_truth": item.ground_truth} if item.ground_truth is not None else {},
             metadata={"bfcl_file": item.path, "mode": mode},
             fingerprint=row_fingerprint(self.name, {"item": dumped, "mode": mode}),
-            bfcl=BfclTask(mode=mode, item=dumped),
+            bfcl=conv.keeping(BfclTask(mode=mode, item=dumped), item),
         )
 
     # -------------------------------------------------------------------------- scoring
@@ -150,7 +150,7 @@ class BfclSuite(SuiteBase):
     def score(self, case: EvalCase, transcript: Transcript, ctx: SuiteContext) -> CaseScore:
         assert case.bfcl is not None
         mode: Mode = case.bfcl.mode
-        item = BfclItem.model_validate(case.bfcl.item)
+        item = conv.task_item(case.bfcl)
         replies = transcript.replies or _replies_of(transcript)
         if item.multi_turn:
             if not transcript.replies:
@@ -186,6 +186,13 @@ class BfclSuite(SuiteBase):
 
     def markdown_lines(self, artifacts: dict[str, Any]) -> list[str] | None:
         return markdown_lines(artifacts)
+
+
+def _as_json(item: BfclItem) -> dict[str, Any]:
+    """``item.model_dump(mode="json")``, without copying: every field of an item read from
+    JSON is JSON already (the dump's lists and dicts are the item's own, read only: for the
+    case's fingerprint and a task read back; a dump copied the docs per case)."""
+    return {name: getattr(item, name) for name in BfclItem.model_fields}
 
 
 def _where(source: CaseSource, ctx: SuiteContext) -> tuple[Mode, Path, Path | None]:

@@ -4,7 +4,8 @@ These pure functions rebuild, for one item and mode, what ``bfcl-eval==2026.3.23
 ``OpenAICompletionsHandler`` puts in each Chat Completions request (``messages`` and
 ``tools``); ``tests/scoring/bfcl/conversation_vectors.jsonl`` holds that client's real
 requests, and the tests require these builders to equal them message by message and tool by
-tool. Nothing here mutates its arguments.
+tool. Nothing here mutates its arguments (but :func:`keeping`, which hands a case's new task
+its item's model).
 
 **Tools (FC mode)**, :func:`tools_for`, in two steps:
 
@@ -27,6 +28,10 @@ model reply, :func:`assistant_echo` of it, then, when it decoded to calls that w
 :func:`tool_result_messages`. In prompt mode the first turn carries the official system prompt
 (:mod:`~pytest_llmeval.suites.bfcl_prompts`), merged into the row's own system message when
 the turn starts with one.
+
+Every builder returns fresh containers (:func:`fresh`: a copy of JSON data, about five times
+as fast as :func:`copy.deepcopy`, which a case paid on its docs per request), so what a
+request carries never aliases the item it was built from.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_llmeval.core.models import BfclTask
 from pytest_llmeval.scoring.bfcl.calls import Mode, language_of
 from pytest_llmeval.suites.bfcl_data import BfclItem
 from pytest_llmeval.suites.bfcl_prompts import PromptTexts, installed_texts, system_prompt
@@ -85,12 +91,44 @@ FLOAT_SENTENCE = " This is a float type value."
 _LANGUAGE_NAMES = {"java": "Java", "javascript": "JavaScript"}
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def keeping(task: BfclTask, item: BfclItem) -> BfclTask:
+    """``task`` (whose :attr:`~BfclTask.item` is ``item``'s dump) holding ``item`` itself, for
+    :func:`task_item`: the agent and the scorer need not validate the dump again per case."""
+    task._parsed = item
+    return task
+
+
+def task_item(task: BfclTask) -> BfclItem:
+    """The item a case's :class:`BfclTask` runs: the model its suite built (:func:`keeping`),
+    or, for a task read back from JSON, :attr:`BfclTask.item` validated."""
+    parsed = task._parsed
+    if isinstance(parsed, BfclItem):
+        return parsed
+    return BfclItem.model_validate(task.item)
+
+
+def fresh(value: Any) -> Any:
+    """A deep copy of JSON data: new dicts and lists all the way down (a value of another
+    type, which JSON data never holds, goes through :func:`copy.deepcopy`)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: fresh(child) for key, child in value.items()}
+    if kind is list:
+        return [fresh(child) for child in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 # ---------------------------------------------------------------------------------- tools
 
 
 def language_hint(functions: Sequence[Doc], category: str) -> list[Doc]:
     """The docs after the official language hint for ``category`` (a deep copy)."""
-    docs = copy.deepcopy(list(functions))
+    docs: list[Doc] = [fresh(doc) for doc in functions]
     language = language_of(category)
     for doc in docs:
         doc["description"] = doc["description"] + HINTS[language]
@@ -126,7 +164,7 @@ def language_hint(functions: Sequence[Doc], category: str) -> list[Doc]:
 
 def openai_tools(functions: Sequence[Doc]) -> list[dict[str, Any]]:
     """The docs as OpenAI Chat Completions tools (the official ``convert_to_tool``)."""
-    return _tools_of_copies(copy.deepcopy(list(functions)))
+    return _tools_of_copies([fresh(doc) for doc in functions])
 
 
 def _tools_of_copies(docs: list[Doc]) -> list[dict[str, Any]]:
@@ -179,7 +217,7 @@ def tools_for(
         return None
     docs = language_hint(item.functions, item.category)
     for turn in revealed:
-        docs.extend(copy.deepcopy(item.missed_function.get(turn, [])))
+        docs.extend(fresh(doc) for doc in item.missed_function.get(turn, []))
     return _tools_of_copies(docs) or None  # docs: fresh deep copies already
 
 
@@ -216,7 +254,7 @@ def turn_messages(
     held_out = item.missed_function.get(str(turn_index))
     if held_out is not None:
         return held_out_turn(mode, held_out, texts)
-    return copy.deepcopy(item.question[turn_index])
+    return [fresh(message) for message in item.question[turn_index]]
 
 
 def held_out_turn(
@@ -236,7 +274,7 @@ def held_out_turn(
 def assistant_echo(message: Mapping[str, Any]) -> Message:
     """The model's reply as it goes back into the history: the server's message, verbatim
     (every key it sent, ``content`` ``None`` and ``tool_calls`` included)."""
-    return copy.deepcopy(dict(message))
+    return {key: fresh(value) for key, value in message.items()}
 
 
 def tool_result_messages(

@@ -207,3 +207,35 @@ def test_json_inside_a_when2call_row_refuses_a_key_named_twice() -> None:
     text = '{"name": "get_weather", "name": "delete_all"}'
     with pytest.raises(CaseFileError, match=r"w2c.jsonl:4: tools\[0\]: .*duplicate key 'name'"):
         when2call._json_object(read, "tools[0]", text)
+
+
+def test_the_depth_cap_walks_only_a_value_that_could_break_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value with at most ``MAX_DEPTH`` opening brackets cannot be nested deeper than the
+    cap, so it is not walked (a cassette is read per case); one with more is walked, and one
+    nested too deeply is still refused, brackets inside strings or not."""
+    cap = safe_read.MAX_DEPTH
+    walked: list[object] = []
+    real = safe_read._within_depth
+
+    def counted(value: object, depth: int = 1) -> bool:
+        if depth == 1:  # a walk, not its recursion
+            walked.append(value)
+        return real(value, depth)
+
+    monkeypatch.setattr(safe_read, "_within_depth", counted)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"request": {"tools": [{"a": [1, {"b": "[[[{{{"}]}]}}))
+    assert safe_read.read_json(small)["request"]["tools"][0]["a"][1] == {"b": "[[[{{{"}
+    assert walked == []
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps([[i] for i in range(cap)]))
+    assert len(safe_read.read_json(wide)) == cap
+    assert len(walked) == 1
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * (cap + 1) + "]" * (cap + 1))
+    with pytest.raises(safe_read.SupportFileError, match=f"nested more than {cap} levels deep"):
+        safe_read.read_json(deep)
+    assert real([[]] * 3) and real(json.loads("[" * cap + "]" * cap))
+    assert not real(json.loads("[" * (cap + 1) + "]" * (cap + 1)))

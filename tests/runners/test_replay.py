@@ -417,3 +417,61 @@ def test_loglikelihoods_record_and_replay(tmp_path: Path) -> None:
                 [LoglikRequest(context="x", continuation="y")]
             )
         )
+
+
+# ---------------------------------------------------------------- keys, encoded once
+
+
+def _keyed_requests() -> list[GenerateRequest]:
+    doc = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "description": 'Zürich, 東京, "quoted" \\ ok'}},
+        "required": ["q"],
+    }
+    return [
+        make_request(),
+        make_request("non-ASCII: é 東京 \u2028 and a lone surrogate \ud800", max_tokens=5),
+        GenerateRequest(
+            messages=[Message(role="user", content="[#7]")],
+            tools=[ToolSpec(name="a_b", description="d", parameters=doc, extra={"k": [1, 2.5]})],
+            keep_message=True,
+        ),
+    ]
+
+
+def test_request_keys_are_the_cassette_keys_byte_for_byte() -> None:
+    """A request's id and keys, built around its canonical JSON encoded once, are the
+    ``fingerprint`` of the dicts they always were: recorded cassettes still replay."""
+    from pytest_llmeval.core.case_context import case_run
+    from pytest_llmeval.runners.replay import RequestKeys, canonical_request
+
+    runner_fp = {"type": "openai", "model": "gpt-é", "temperature": 0.0, "seed": None}
+    for request in _keyed_requests():
+        keys = RequestKeys(runner_fp, request)
+        body = {"runner": runner_fp, "request": canonical_request(request)}
+        assert keys.request_id() == fingerprint(body)
+        for repeat in (0, 1, 12):
+            assert keys.key(repeat) == fingerprint({**body, "repeat": repeat})
+            assert keys.key(repeat) == cassette_key(runner_fp, request, repeat)
+        with case_run("c", None, repeat=2):  # a case's third run (--llmeval-repeats)
+            assert keys.key(1) == fingerprint({**body, "repeat": [2, 1]})
+
+
+def test_replay_encodes_a_request_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaying a request dumps and encodes it once (its id and its key share that JSON):
+    a BFCL request carries its function docs, and each encoding of them is paid per case."""
+    from pytest_llmeval.runners import replay
+
+    store = CassetteStore(tmp_path / "cassettes")
+    requests = _keyed_requests()
+    recorded = generate(RecordingRunner(ScriptedRunner(), store, mode="new"), *requests)
+    dumps: list[GenerateRequest] = []
+    real = replay.canonical_request
+
+    def counted(request: GenerateRequest) -> dict[str, Any]:
+        dumps.append(request)
+        return real(request)
+
+    monkeypatch.setattr(replay, "canonical_request", counted)
+    assert generate(ReplayRunner(store), *requests) == recorded
+    assert len(dumps) == len(requests)

@@ -401,14 +401,14 @@ class Redactor:
         return self.text(arg)
 
     def value(self, value: Any) -> Any:
-        """Redact every string in a JSON-like value, its keys too (a tool call's arguments
-        keyed by a secret); mask string values of secret-named keys."""
+        """Redact every string in a JSON-like value; mask string values of secret-named keys
+        and every string nested under one; mask a secret or a token in a key (:meth:`_key`)."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
             for key, item in value.items():
-                shown = self.text(key) if isinstance(key, str) else key
+                shown = self._key(key) if isinstance(key, str) else key
                 if isinstance(item, str):
                     out[shown] = (
                         MASK if isinstance(key, str) and _sensitive(key) else self.text(item)
@@ -423,6 +423,13 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
+
+    def _key(self, key: str) -> str:
+        """A key with each secret and token in it masked (arguments keyed by a secret), and
+        no more: a ``--llmeval-redact-pattern`` may match a field's name (``pass_rate``)."""
+        if self._secrets is not None and any(anchor in key for anchor in self._anchors):
+            key = self._secrets.sub(MASK, key)
+        return _TOKEN_SHAPE.sub(_mask_unless_placeholder, key) if _TOKEN_SHAPE.search(key) else key
 
 
 _KEY_STEMS = ("secret", "passw", "authorization", 'token"')

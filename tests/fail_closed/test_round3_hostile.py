@@ -129,3 +129,33 @@ def test_pytest_probing_an_imported_package_does_not_import_the_api(
     result = pytester.runpytest_subprocess("-p", "no:llmeval", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert json.dumps(result.parseoutcomes()) == json.dumps({"passed": 1})
+
+
+# -- a resume after the data changed ----------------------------------------------------------
+
+
+def test_a_resume_after_a_row_was_deleted_does_not_count_its_old_result(
+    pytester: pytest.Pytester,
+) -> None:
+    """A run finished 3 cases; a row is then deleted from the data file (or its id changed)
+    and the run dir resumed. Its earlier result judges a case that no longer exists: one
+    usage error naming the case and ``--llmeval-resume-allow-mismatch``, nothing touched.
+    Before: the stale result was counted (``3/3 passed`` over 2 cases). Node-id arguments
+    (``file::case``) that choose some cases of a file still reuse the rest."""
+    rows = [{"id": f"c{i}", "input": "a", "expected_output": "a"} for i in range(3)]
+    write_json(pytester, "qa.golden.json", rows)
+    echo = ("--llmeval-runner", "echo")
+    assert pytester.runpytest(*echo, "--llmeval-run-dir=run").ret == pytest.ExitCode.OK
+    before = (pytester.path / "run" / "results.jsonl").read_bytes()
+    write_json(pytester, "qa.golden.json", rows[:2])
+    result = pytester.runpytest(*echo, "--llmeval-resume=run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*1 of its finished cases are no longer in their files (qa.golden.json::c2:*"
+         "--llmeval-resume-allow-mismatch*"]
+    )  # fmt: skip
+    assert (pytester.path / "run" / "results.jsonl").read_bytes() == before
+    chosen = pytester.runpytest(*echo, "--llmeval-resume=run", "qa.golden.json::c1")
+    assert chosen.ret == pytest.ExitCode.OK
+    kept = pytester.runpytest(*echo, "--llmeval-resume=run", "--llmeval-resume-allow-mismatch")
+    assert kept.ret == pytest.ExitCode.OK

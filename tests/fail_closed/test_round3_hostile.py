@@ -159,3 +159,48 @@ def test_a_resume_after_a_row_was_deleted_does_not_count_its_old_result(
     assert chosen.ret == pytest.ExitCode.OK
     kept = pytester.runpytest(*echo, "--llmeval-resume=run", "--llmeval-resume-allow-mismatch")
     assert kept.ret == pytest.ExitCode.OK
+
+
+# -- a runner whose fingerprint() is broken ---------------------------------------------------
+
+BROKEN_FINGERPRINT = """
+from pytest_llmeval import Completion
+
+
+class Broken:
+    name = "broken"
+
+    def fingerprint(self):
+        {body}
+
+    async def generate(self, request):
+        return Completion(text=request.messages[-1].content or "")
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("broken", lambda settings: Broken())
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [("raise RuntimeError('no model file')", "RuntimeError: no model file"),
+     ("return None", "TypeError: *")],
+    ids=["raises", "none"],
+)  # fmt: skip
+def test_a_runner_whose_fingerprint_fails_is_one_usage_error(
+    pytester: pytest.Pytester, body: str, why: str
+) -> None:
+    """The runner ``--llmeval-runner`` names answers ``fingerprint()`` with an exception or
+    with no mapping: one line naming the runner and what ``fingerprint()`` must return, exit 4
+    before any case, nothing written. Before: pytest's INTERNALERROR traceback (exit 3)."""
+    write_json(pytester, "qa.golden.json", [{"id": "c", "input": "a", "expected_output": "a"}])
+    pytester.makeconftest(BROKEN_FINGERPRINT.format(body=body))
+    result = pytester.runpytest("--llmeval-runner", "broken", "--llmeval-run-dir=run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--llmeval-runner broken: its fingerprint() failed ({why}*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert not (pytester.path / "run").exists()

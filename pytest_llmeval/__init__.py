@@ -49,7 +49,8 @@ else:
     def __getattr__(name: str) -> object:
         """A public name (or ``__all__``), imported from :mod:`pytest_llmeval.api` the first
         time it is asked for (and kept here, so the second time is a plain attribute)."""
-        if name.startswith("__") and name != "__all__":  # probes (__wrapped__ ...): not ours
+        if name.startswith("_") and name != "__all__":  # probes (__wrapped__, pytest's
+            # _mock_name on every module a test file imports ...): no public name starts so
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         api = import_module("pytest_llmeval.api")  # not "from pytest_llmeval import": this hook
         if name != "__all__" and name not in api.__all__:

@@ -47,6 +47,7 @@ import itertools
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -308,9 +309,7 @@ def mask_named(value: Any) -> Any:
     ``extra_body``'s settings but not its ``api_key``, so a rotated key changes nothing)."""
     if isinstance(value, dict):
         return {
-            key: MASK
-            if isinstance(key, str) and _sensitive(key) and _scalar(item)
-            else mask_named(item)
+            key: _masked(item) if isinstance(key, str) and _sensitive(key) else mask_named(item)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
@@ -318,8 +317,16 @@ def mask_named(value: Any) -> Any:
     return value
 
 
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+def _masked(value: Any, kinds: type | tuple[type, ...] = (str, int, float)) -> Any:
+    """``value`` (under a secret-named key) with every one of ``kinds`` in it masked, however
+    deep it is nested (``{"password": {"v": …}}``); ``True`` and ``False`` are kept."""
+    if isinstance(value, kinds) and not isinstance(value, bool):
+        return MASK
+    if isinstance(value, dict):
+        return {key: _masked(item, kinds) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item, kinds) for item in value]
+    return value
 
 
 class Redactor:
@@ -394,22 +401,35 @@ class Redactor:
         return self.text(arg)
 
     def value(self, value: Any) -> Any:
-        """Redact every string in a JSON-like value; mask string values of secret-named keys."""
+        """Redact every string in a JSON-like value; mask string values of secret-named keys
+        and every string nested under one; mask a secret or a token in a key (:meth:`_key`)."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
             for key, item in value.items():
+                shown = self._key(key) if isinstance(key, str) else key
                 if isinstance(item, str):
-                    out[key] = MASK if isinstance(key, str) and _sensitive(key) else self.text(item)
+                    out[shown] = (
+                        MASK if isinstance(key, str) and _sensitive(key) else self.text(item)
+                    )
                 elif item is None or isinstance(item, (int, float)):
-                    out[key] = item  # what value() returns for them, without the call
+                    out[shown] = item  # what value() returns for them, without the call
+                elif isinstance(key, str) and _sensitive(key):  # {"password": {"v": …}}
+                    out[shown] = _masked(self.value(item), str)
                 else:
-                    out[key] = self.value(item)
+                    out[shown] = self.value(item)
             return out
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
+
+    def _key(self, key: str) -> str:
+        """A key with each secret and token in it masked (arguments keyed by a secret), and
+        no more: a ``--llmeval-redact-pattern`` may match a field's name (``pass_rate``)."""
+        if self._secrets is not None and any(anchor in key for anchor in self._anchors):
+            key = self._secrets.sub(MASK, key)
+        return _TOKEN_SHAPE.sub(_mask_unless_placeholder, key) if _TOKEN_SHAPE.search(key) else key
 
 
 _KEY_STEMS = ("secret", "passw", "authorization", 'token"')
@@ -438,7 +458,9 @@ class _JsonHint:
 @functools.lru_cache(maxsize=4096)
 def _sensitive(key: str) -> bool:
     """Whether a key names a secret (results repeat the same few keys for every case); a key
-    naming an environment variable (``api_key_env``) does not: its value is a name."""
+    naming an environment variable (``api_key_env``) does not: its value is a name. A key
+    is read in its compatibility form too (a full-width ``ＡＰＩ_KEY`` is ``API_KEY``)."""
+    key = key if key.isascii() else unicodedata.normalize("NFKC", key)
     return SENSITIVE_KEY.search(key) is not None and _NAMES_A_VARIABLE.search(key) is None
 
 

@@ -85,7 +85,7 @@ def check(
             fingerprint = None
             runner = _own_runner(config, state, items)  # and the model it names, for the suites
             if runner is not None:
-                fingerprint = agent_fingerprint(runner)
+                fingerprint = _fingerprint(state, runner)
                 _check_chat_fallback(state, items, runner)
                 check_loglik_endpoint(config, state, items, runner, state.dispatcher.call)
             why = unpriced_at_start(state.settings, fingerprint)  # a cost budget it cannot price
@@ -138,8 +138,21 @@ def _own_runner(config: pytest.Config, state: LLMEvalState, items: Sequence[Eval
     runner = config.stash.get(_runner_key, None)  # built already by a resume
     if runner is None:
         config.stash[_runner_key] = runner = build_runner(config, state)
-        state.context.runner_model = runner_model.model_named(agent_fingerprint(runner))
+        state.context.runner_model = runner_model.model_named(_fingerprint(state, runner))
     return runner
+
+
+def _fingerprint(state: LLMEvalState, runner: Any) -> dict[str, Any]:
+    """The runner's fingerprint; one usage error naming it when its ``fingerprint()`` raises
+    or returns no mapping (every case would fail on it: nothing can be recorded or resumed)."""
+    try:
+        return agent_fingerprint(runner)
+    except Exception as exc:
+        why = state.redactor.text(f"{type(exc).__name__}: {exc}")
+        raise pytest.UsageError(
+            f"--llmeval-runner {state.settings.runner}: its fingerprint() failed ({why}); it "
+            "must return a dict of what decides its answers, e.g. {'type': ..., 'model': ...}"
+        ) from None
 
 
 def build_runner(config: pytest.Config, state: LLMEvalState) -> Any:

@@ -27,11 +27,13 @@ from pytest_llmeval.core.errors import LLMEvalError, RunDirError
 from pytest_llmeval.core.models import CaseResult
 from pytest_llmeval.plugin import worker_wire as wire
 from pytest_llmeval.plugin.resume_refusals import (
+    cases_gone,
     files_gone,
     not_collected,
     other_dataset,
     other_runner,
     other_scoring,
+    rows_gone,
 )
 from pytest_llmeval.plugin.stop import Stop
 from pytest_llmeval.rundir.journal import SCORERS_VERSION, read_reusable
@@ -110,6 +112,15 @@ class Resume:
         gone = not_collected(self.finished, collected, self.settings.rootdir)
         if gone and not self.settings.resume_allow_mismatch:
             self._refuse(items, files_gone(self.run_dir, gone))
+            return
+        # a row of a file collected now is gone; not when node ids chose the cases (a::b)
+        rows = (
+            []
+            if any("::" in str(arg) for arg in config.args)
+            else rows_gone(self.finished, collected)
+        )
+        if rows and not self.settings.resume_allow_mismatch:
+            self._refuse(items, cases_gone(self.run_dir, rows))
             return
         reused: list[pytest.Item] = []
         changed: list[str] = []

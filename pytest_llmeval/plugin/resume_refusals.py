@@ -5,16 +5,18 @@ count a renamed file's cases twice, or keep cases whose manifest's gates no long
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "cases_gone",
     "files_gone",
     "not_collected",
     "other_dataset",
     "other_runner",
     "other_scoring",
+    "rows_gone",
 ]
 
 
@@ -44,6 +46,25 @@ def files_gone(run_dir: Path, gone: Mapping[str, int]) -> str:
         f"files or manifests not collected now ({shown}: renamed, moved or deleted?); resume "
         "with the same files, or add --llmeval-resume-allow-mismatch to keep those results "
         "anyway"
+    )
+
+
+def rows_gone(finished: Mapping[str, Any], collected: Collection[str] | None) -> list[str]:
+    """The node ids of the earlier final results whose file is collected now without them:
+    a row deleted, or its id renamed. Counted, such a result would judge a case that no
+    longer exists (and a renamed one twice)."""
+    if collected is None:
+        return []
+    files = {nodeid.split("::", 1)[0] for nodeid in collected}
+    return sorted(n for n in finished if n not in collected and n.split("::", 1)[0] in files)
+
+
+def cases_gone(run_dir: Path, nodeids: Sequence[str]) -> str:
+    shown = ", ".join(nodeids[:3]) + (f" and {len(nodeids) - 3} more" if len(nodeids) > 3 else "")
+    return (
+        f"--llmeval-resume {run_dir}: {len(nodeids)} of its finished cases are no longer in "
+        f"their files ({shown}: a row deleted, or its id changed?); resume with the same "
+        "data, or add --llmeval-resume-allow-mismatch to keep those results anyway"
     )
 
 

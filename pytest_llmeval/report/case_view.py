@@ -25,7 +25,7 @@ from pytest_llmeval.core.models import (
     Transcript,
     Usage,
 )
-from pytest_llmeval.core.redact import Redactor
+from pytest_llmeval.core.redact import Redactor, mask_named
 from pytest_llmeval.core.repeats import summary
 from pytest_llmeval.suites.base import SuiteRegistry
 
@@ -197,10 +197,11 @@ class CaseView:
 
 
 def failure_details(transcript: Transcript, response: str) -> str:
-    """A missed case's lines under its failure: the tool calls it made and its answer
+    """A missed case's lines under its failure: the tool calls it made (a secret-named
+    argument masked, as results show it: the text is redacted, not walked) and its answer
     (``response``, as results show it), clipped."""
     calls = ", ".join(
-        f"{c.name}({', '.join(f'{k}={v!r}' for k, v in c.params.items())})"
+        f"{c.name}({', '.join(f'{k}={v!r}' for k, v in mask_named(c.params).items())})"
         for c in transcript.tool_calls
     )
     response = clip(response, 500)

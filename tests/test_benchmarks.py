@@ -99,17 +99,6 @@ def test_bfcl_smoke() -> None:
     assert "| bfcl |" in out and "bfcl / golden:" in out
 
 
-UNPASSABLE = {
-    "simple_java_36": "an ArrayList<any> converts to strings, the ground truth holds 42 and True",
-    "live_simple_106-63-0": "required arguments whose accepted values are []",
-    "live_simple_112-68-0": "required arguments whose accepted values are []",
-    "live_multiple_507-149-4": "the required origin_airport accepts only the omitted marker",
-    "live_multiple_862-181-3": "the ground truth names an argument the doc does not have",
-    "live_multiple_964-207-0": "the ground truth names an argument the doc does not have",
-}
-"""The vendored single-turn rows no reply can pass (the official checker fails them all)."""
-
-
 def test_bfcl_bench_replies_pass_every_passable_row() -> None:
     """The benchmark's loopback model answers every vendored row the official checker can
     pass with a passing reply (Java and JavaScript values typed as their docs declare), so
@@ -134,7 +123,7 @@ def test_bfcl_bench_replies_pass_every_passable_row() -> None:
             verdict = score_ast(category, row["function"], truth, output, "fc")
         if not verdict.valid:
             failing[row["id"]] = verdict.error_type
-    assert sorted(failing) == sorted(UNPASSABLE), failing
+    assert sorted(failing) == sorted(bench.UNPASSABLE), failing
 
 
 def test_dispatch_smoke() -> None:

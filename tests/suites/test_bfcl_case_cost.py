@@ -145,3 +145,40 @@ def test_a_cases_item_json_is_the_items_dump() -> None:
         assert canonical_json(_as_json(item)) == canonical_json(dumped)
     case = BfclSuite()._case(SOURCE, ITEMS[0], "fc")
     assert case.bfcl is not None and case.bfcl.item == ITEMS[0].model_dump(mode="json")
+
+
+def test_a_collected_item_waits_as_json_and_comes_back_exactly(tmp_path: Path) -> None:
+    """A collected item waits for its case as one JSON string, not as ~40 live objects (the
+    garbage collector walked every collected item's docs again), and is read back equal to
+    the item collection parsed, down to values pydantic's own JSON would change: NaN,
+    infinity, -0.0, an integer past 64 bits."""
+    import math
+
+    data = tmp_path / "bfcl_data"
+    (data / "possible_answer").mkdir(parents=True)
+    doc = {
+        "name": "f",
+        "description": "odd values \u00e9",
+        "parameters": {
+            "type": "dict",
+            "properties": {"x": {"type": "float", "description": "x", "default": float("nan")}},
+            "required": [],
+        },
+        "extra": {"zero": -0.0, "big": 2**70, "inf": float("inf")},
+    }
+    row = {"id": "simple_python_0", "question": [[{"role": "user", "content": "q"}]]}
+    (data / "BFCL_v4_simple_python.json").write_text(json.dumps({**row, "function": [doc]}) + "\n")
+    truth = {"id": "simple_python_0", "ground_truth": [{"f": {"x": [1.0]}}]}
+    (data / "possible_answer" / "BFCL_v4_simple_python.json").write_text(json.dumps(truth) + "\n")
+    (collected,) = read_data(data, ["simple_python"]).items
+    make = BfclSuite()._maker(SOURCE, collected, "fc")
+    kept = [cell.cell_contents for cell in make.__closure__ or ()]
+    assert not any(isinstance(value, BfclItem) for value in kept)  # no parsed item kept
+    case = make(1, {})
+    assert case.bfcl is not None
+    built = conv.task_item(case.bfcl)
+    extra = built.functions[0]["extra"]
+    assert math.isnan(built.functions[0]["parameters"]["properties"]["x"]["default"])
+    assert math.copysign(1.0, extra["zero"]) == -1.0 and extra["big"] == 2**70
+    assert built.functions[0]["description"] == "odd values \u00e9"
+    assert canonical_json(_as_json(built)) == canonical_json(_as_json(collected))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.suites.test_bfcl_suite import _body, _project, _run
+from tests.suites.test_bfcl_suite import _body, _project, _run, needs_official_backends
 
 NO_CALL = _body({"role": "assistant", "content": "I cannot help."})
 
@@ -121,12 +121,7 @@ def test_unknown_ids_name_the_rows_that_could_not_be_read(pytester: pytest.Pytes
 def test_a_hostile_initial_config_is_that_rows_error_naming_the_field(
     pytester: pytest.Pytester, config: dict[str, Any], field: str
 ) -> None:
-    pytest.importorskip("mpmath")
-    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
-    try:
-        backends.backend_class("GorillaFileSystem")
-    except backends.BackendsMissing:
-        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+    needs_official_backends()
     manifest = "suite: bfcl\ndata: bfcl_data\ncategories: [multi_turn_base]\n"
     _project(pytester, {"m": manifest})
     path = _data(pytester) / "BFCL_v4_multi_turn_base.json"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_llmeval.scoring.bfcl import DecodeError, decode_prompt_python
-from tests.suites.test_bfcl_suite import MT_DATA, _project
+from tests.suites.test_bfcl_suite import MT_DATA, _project, needs_official_backends
 
 
 @pytest.mark.parametrize(
@@ -139,12 +139,7 @@ MT_IDS = ["multi_turn_base_2", "multi_turn_base_14"]
 
 
 def _truthful_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    pytest.importorskip("mpmath")
-    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
-    try:
-        backends.backend_class("GorillaFileSystem")
-    except backends.BackendsMissing:
-        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+    needs_official_backends()
     manifest = f"suite: bfcl\ndata: bfcl_data\ncategories: [multi_turn_base]\nids: {MT_IDS}\n"
     _project(pytester, {"m": manifest}, MT_DATA)
     pytester.makeconftest(TRUTHFUL)

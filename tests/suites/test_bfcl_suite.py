@@ -43,6 +43,16 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (VECTORS / name).read_text("utf-8").splitlines()]
 
 
+def needs_official_backends() -> None:
+    """Skip unless the official multi-turn backends (``bfcl-eval``, with ``mpmath``) load."""
+    pytest.importorskip("mpmath")
+    backends = pytest.importorskip("pytest_llmeval.tools.bfcl_backends")
+    try:
+        backends.backend_class("GorillaFileSystem")
+    except backends.BackendsMissing:
+        pytest.skip("needs `pip install --no-deps bfcl-eval==2026.3.23`")
+
+
 def _project(pytester: pytest.Pytester, manifests: dict[str, str], data: Path = DATA) -> None:
     shutil.copytree(data, pytester.path / "bfcl_data", dirs_exist_ok=True)
     if data != DATA:

@@ -184,9 +184,26 @@ def facts(report: object) -> ReportFacts:
 
 
 def add_facts(report: object, new: ReportFacts) -> None:
-    """Add ``new`` to the facts ``report`` carries."""
+    """Add ``new`` to the facts ``report`` carries (never changing the dict it carried)."""
     found = getattr(report, KEY, None)
-    if isinstance(found, dict):
-        found.update(new)
-    else:
-        setattr(report, KEY, dict(new))
+    merged = {**found, **new} if isinstance(found, dict) else dict(new)
+    setattr(report, KEY, _shared(cast(ReportFacts, merged)))
+
+
+_SHARED_FACTS: dict[tuple[tuple[str, object], ...], ReportFacts] = {}
+"""Facts given to reports before: the terminal reporter keeps every report to the end, and
+nearly every teardown report carries only its process's agents in flight, a few values."""
+
+
+def _shared(found: ReportFacts) -> ReportFacts:
+    """``found``, or an equal dict given to a report before (facts are never changed in
+    place: :func:`add_facts` replaces them); a fact with a text is its report's own."""
+    if not all(isinstance(value, (int, bool)) for value in found.values()):
+        return found
+    key = tuple(sorted(found.items()))
+    held = _SHARED_FACTS.get(key)
+    if held is None:
+        if len(_SHARED_FACTS) >= 1024:
+            _SHARED_FACTS.clear()
+        held = _SHARED_FACTS[key] = found
+    return held

@@ -116,3 +116,31 @@ def pytest_sessionfinish(session):
     calls, peak = json.loads((pytester.path / "peak.json").read_text())
     assert calls == 50
     assert 2 <= peak <= 4
+
+
+def test_an_item_holds_its_own_fields_outside_its_dict(pytester: pytest.Pytester) -> None:
+    """pytest keeps every item to the end: an eval item's own fields sit in slots, so its
+    ``__dict__`` is no larger than a plain test function's, and other plugins still set
+    attributes of their own on it."""
+    pytester.makeconftest(
+        """
+import json, pathlib
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.mine = item.name
+
+def pytest_sessionfinish(session):
+    item = session.items[0]
+    found = {"keys": sorted(vars(item)), "mine": item.mine, "line": item.line}
+    pathlib.Path("item.json").write_text(json.dumps(found))
+"""
+    )
+    write_jsonl(pytester, "qa.eval.jsonl", ROWS)
+    result = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    result.assert_outcomes(passed=12)
+    found = json.loads((pytester.path / "item.json").read_text())
+    own = {"_case", "_pending", "category", "eval_file", "line", "problem", "result", "state"}
+    assert not own & set(found["keys"])
+    assert found["mine"] == "c00" and found["line"] == 1

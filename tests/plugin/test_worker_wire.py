@@ -37,3 +37,17 @@ def test_report_facts_travel_as_one_plain_mapping() -> None:
     assert report.llmeval == {"in_flight": 3, "refusal": "why"}
     assert wire.facts(report) == {"in_flight": 3, "refusal": "why"}
     assert wire.facts(SimpleNamespace()) == {}
+
+
+def test_reports_with_equal_facts_share_them_and_never_change_each_others() -> None:
+    """pytest keeps every report: equal in-flight counts are one dict, never written into."""
+    first, second, third = SimpleNamespace(), SimpleNamespace(), SimpleNamespace()
+    wire.add_facts(first, {"in_flight": 3})
+    wire.add_facts(second, {"in_flight": 3})
+    assert first.llmeval is second.llmeval
+    wire.add_facts(second, {"refusal": "why"})
+    wire.add_facts(third, {"in_flight": 3})
+    wire.add_facts(third, {"in_flight": 4})
+    assert wire.facts(first) == {"in_flight": 3}
+    assert wire.facts(second) == {"in_flight": 3, "refusal": "why"}
+    assert wire.facts(third) == {"in_flight": 4}

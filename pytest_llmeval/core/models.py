@@ -19,6 +19,7 @@ from pytest_llmeval.core.packed import (
     Packed,
     pack,
     packable,
+    shared_containers,
     shared_usage,
     unpack,
 )
@@ -485,6 +486,7 @@ class CaseResult(_Model):
             if type(value) is str:
                 fields[name] = sys.intern(value)
         fields["usage"] = shared_usage(fields["usage"])
+        shared_containers(fields)
         if result.model_fields_set == _EVERY_RESULT_FIELD:  # equal: the shared one instead
             object.__setattr__(result, "__pydantic_fields_set__", _EVERY_RESULT_FIELD)
         return result

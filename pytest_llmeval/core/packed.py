@@ -22,6 +22,7 @@ __all__ = [
     "Packed",
     "pack",
     "packable",
+    "shared_containers",
     "shared_usage",
     "unpack",
 ]
@@ -67,6 +68,32 @@ def shared_usage(usage: Usage) -> Usage:
             _USAGES.clear()
         found = _USAGES[key] = usage
     return found
+
+
+_SCORES: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+"""Kept results' score dicts seen before, by their names and values' ``repr`` (so ``1`` and
+``1.0``, or ``0.0`` and ``-0.0``, are never taken for each other), each held once."""
+_NOTHING: dict[str, Any] = {}
+_NONE: list[Any] = []
+
+
+def shared_containers(fields: dict[str, Any]) -> None:
+    """A kept result's ``scores`` made the equal dict held before, and its empty ``details``
+    and ``tool_calls`` one shared empty dict and list: most results of a session score alike
+    and call no tool. A kept result is only read (every change to one is a copy)."""
+    scores = fields["scores"]
+    if type(scores) is dict and len(scores) <= 8:
+        key = tuple((name, repr(value)) for name, value in scores.items())
+        found = _SCORES.get(key)
+        if found is None:
+            if len(_SCORES) >= 4096:
+                _SCORES.clear()
+            found = _SCORES[key] = scores
+        fields["scores"] = found
+    if type(fields["details"]) is dict and not fields["details"]:
+        fields["details"] = _NOTHING
+    if type(fields["tool_calls"]) is list and not fields["tool_calls"]:
+        fields["tool_calls"] = _NONE
 
 
 def packable(data: dict[str, Any], name: str) -> bool:

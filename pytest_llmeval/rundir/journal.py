@@ -85,6 +85,9 @@ class Journal:
         """The scoring configuration's fingerprint for a case file (its manifest's thresholds
         and options, repeats, the judge ...), journaled with each result: a resume reuses a
         result only when it is the same."""
+        self._tail: tuple[dict[str, Any] | None, str, str] | None = None
+        """The runner, file and line tail of the last line (held: the runner is never changed,
+        :func:`~pytest_llmeval.plugin.phase_results.agent_fingerprint` makes a new one)."""
         self.error: OSError | None = None
         """Why the journal stopped (a full disk, a folder that cannot be written); once set,
         nothing more is journaled and the file ends with its last whole line."""
@@ -117,9 +120,15 @@ class Journal:
         """:meth:`line`, given the result's own JSON as :func:`encode` made it (``encoded``):
         the entry is that JSON with the runner's fingerprint and the scorers around it,
         byte for byte what encoding the entry whole gives (its keys sorted)."""
-        tail = f', "runner": {_ENCODER.encode(runner)}, "scorers": {_SCORERS}'
-        if self.scoring is not None:
-            tail += f', "scoring": {_ENCODER.encode(self.scoring(str(result.get("file", ""))))}'
+        file = str(result.get("file", ""))
+        last = self._tail
+        if last is not None and last[0] is runner and last[1] == file:
+            tail = last[2]  # the session's agent, the same file: the same tail as the last line
+        else:
+            tail = f', "runner": {_ENCODER.encode(runner)}, "scorers": {_SCORERS}'
+            if self.scoring is not None:
+                tail += f', "scoring": {_ENCODER.encode(self.scoring(file))}'
+            self._tail = (runner, file, tail)
         return f'{{"result": {encoded}{tail}}}\n'.encode("ascii")
 
     def write(self, line: bytes) -> None:

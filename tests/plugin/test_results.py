@@ -296,6 +296,28 @@ def test_kept_results_share_what_repeats_and_tell_values_apart() -> None:
     assert first.model_dump() == CaseResult.model_validate(row(1, 1.0)).model_dump()
 
 
+def test_kept_results_share_equal_scores_and_empty_fields_but_never_alike_values() -> None:
+    """Most results of a session score alike and call no tool: their scores are one dict and
+    their empty details and tool calls one each; ``0.0`` and ``-0.0`` (equal as numbers) and
+    other scores stay apart, and every dump reads as it did."""
+    from pytest_llmeval.core.models import CaseResult
+
+    def row(i: int, score: Any) -> dict[str, Any]:
+        return {"case_id": f"c{i}", "suite": "golden", "file": "f", "line": i,
+                "nodeid": f"f::c{i}", "outcome": "passed", "passed": True,
+                "scores": {"exact_match": score}}  # fmt: skip
+
+    scores = [1.0, 1.0, 0.0, -0.0, 0.5]
+    kept = [CaseResult.kept(json.loads(json.dumps(row(i, s)))) for i, s in enumerate(scores)]
+    assert kept[0].scores is kept[1].scores
+    assert kept[0].details is kept[4].details and kept[0].tool_calls is kept[4].tool_calls
+    assert len({id(k.scores) for k in kept[1:]}) == 4  # 1.0, 0.0, -0.0, 0.5: apart
+    for i, (result, score) in enumerate(zip(kept, scores, strict=True)):
+        dumped = result.model_dump(mode="json")
+        assert json.dumps(dumped["scores"]) == json.dumps({"exact_match": score}), i
+        assert dumped["details"] == {} and dumped["tool_calls"] == []
+
+
 def test_an_error_row_keeps_its_input_and_expectation(pytester: pytest.Pytester) -> None:
     """A case the backend could not answer is an error; its row still says what was asked and
     what was expected, so the report alone explains it."""

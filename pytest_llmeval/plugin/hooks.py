@@ -6,7 +6,6 @@ has a job. The fixtures and what a case's report carries are plugins of their ow
 from __future__ import annotations
 
 import fnmatch
-import gc
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -15,6 +14,7 @@ import pytest
 from pytest_llmeval.config import settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.plugin import (
+    frozen_objects,
     hookspecs,
     options,
     preflight,
@@ -33,10 +33,11 @@ from pytest_llmeval.plugin.datasets import CollectedHashes
 from pytest_llmeval.plugin.dry_sessions import runs_no_case
 from pytest_llmeval.plugin.eval_item import EvalItem, case_fingerprint
 from pytest_llmeval.plugin.eval_roots import EvalRoots, eval_roots_key
+from pytest_llmeval.plugin.frozen_objects import frozen_objects_key
 from pytest_llmeval.plugin.interruption import Interruption, WorkerStop
 from pytest_llmeval.plugin.json_report import JsonReportSection
 from pytest_llmeval.plugin.late_exit import late_exit_key, note_error, settle
-from pytest_llmeval.plugin.process_end import frozen_key, session_key, sigterm_key, unconfigure
+from pytest_llmeval.plugin.process_end import session_key, sigterm_key, unconfigure
 from pytest_llmeval.plugin.progress import Progress
 from pytest_llmeval.plugin.resume import Resume, resume_key
 from pytest_llmeval.plugin.selection import Deselections, deselections_key
@@ -76,6 +77,7 @@ def pytest_llmeval_register_suites(registry: SuiteRegistry) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "llmeval: a pytest-llmeval eval case")
+    frozen_objects.install(config)  # its clean-up first: it runs after pytest's own
     suites = SuiteRegistry()
     config.hook.pytest_llmeval_register_suites(registry=suites)
     stop = config.stash[stop_key] = Stop()
@@ -247,12 +249,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(isinstance(item, EvalItem) for item in session.items):
         state.claim_run_dir()
         # the collected items live to the end of the session: the collector need not walk
-        # them again at every full collection while the cases run (unfrozen at the end).
-        # A collection first frees what a conftest or plugin dropped before this point, so
-        # their finalizers run now rather than only at the end of the session
-        gc.collect()
-        gc.freeze()
-        session.config.stash[frozen_key] = True
+        # them again at every full collection while the cases run (unfrozen at the end)
+        frozen = session.config.stash[frozen_objects_key]
+        frozen.start()
+        session.config.pluginmanager.register(frozen, "llmeval-frozen-objects")
 
 
 # -- fixtures ------------------------------------------------------------------------------

@@ -5,8 +5,6 @@ unregistered (a process that goes on, pytester's in-process runs, starts clean).
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 
 from pytest_llmeval.plugin import preflight, running_marks
@@ -15,18 +13,14 @@ from pytest_llmeval.plugin.session_report import session_report_key
 from pytest_llmeval.plugin.state import state_key
 from pytest_llmeval.plugin.termination import SigtermHandler
 
-__all__ = ["frozen_key", "session_key", "sigterm_key", "unconfigure"]
+__all__ = ["session_key", "sigterm_key", "unconfigure"]
 
 sigterm_key = pytest.StashKey[SigtermHandler]()
 session_key = pytest.StashKey[pytest.Session]()
-frozen_key = pytest.StashKey[bool]()
-"""Set once the collected objects were frozen out of the garbage collector's sight."""
 
 
 def unconfigure(config: pytest.Config) -> None:
     """Close and unregister what this process of the plugin made."""
-    if config.stash.get(frozen_key, False):  # a process that goes on collects them again
-        gc.unfreeze()
     state = config.stash.get(state_key, None)
     if state is not None:
         preflight.close_unused_runner(config, state.dispatcher.call)
@@ -54,6 +48,7 @@ def unconfigure(config: pytest.Config) -> None:
         "llmeval-json-report",
         "llmeval-datasets",
         "llmeval-eval-roots",
+        "llmeval-frozen-objects",
         "llmeval-resume",
         "llmeval-session-terminal",
     )

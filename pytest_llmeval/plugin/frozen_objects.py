@@ -1,0 +1,71 @@
+"""What lives to the end of an eval session, frozen out of the garbage collector's full walks.
+
+pytest keeps every item and every test report (the terminal reporter's statistics) to the
+end of the session, and the session report keeps every case's result: at 100,000 cases a few
+million objects that no collection can free. Each of Python's full collections walks all of
+them again, and once the collected items are frozen those come often (one starts when the
+objects that survived since the last one are a quarter of what that one left). So, in a
+process that runs eval cases:
+
+* once collection is done, the items are frozen (``gc.freeze()``; a collection first frees
+  what a conftest or plugin dropped, so their finalizers run then, not at the end);
+* every :data:`EVERY` finished tests, what they left behind is collected and frozen the same
+  way: each full collection then walks only the tests since;
+* the last of the session's clean-ups unfreezes it all, after pytest's own last collections
+  (``unraisableexception``'s, which then need not walk it), so a process that goes on
+  (pytester's in-process runs, a service calling ``pytest.main``) collects it again.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+__all__ = ["EVERY", "FrozenObjects", "frozen_objects_key"]
+
+EVERY = 2_000
+"""Finished tests between two freezes: each full collection in between walks what about this
+many tests left, never the whole session."""
+
+frozen_objects_key = pytest.StashKey["FrozenObjects"]()
+
+
+class FrozenObjects:
+    """Freezes what the session keeps; registered in a process that runs eval cases, once
+    its collection is done (:meth:`start`)."""
+
+    def __init__(self) -> None:
+        self.frozen = False
+        self._finished = 0
+
+    def start(self) -> None:
+        """Freeze what collection made (the items live to the session's end)."""
+        self._freeze()
+
+    def _freeze(self) -> None:
+        gc.collect()
+        gc.freeze()
+        self.frozen = True
+
+    def unfreeze(self) -> None:
+        """Give the collector back every object frozen (a process that goes on frees them)."""
+        if self.frozen:
+            self.frozen = False
+            gc.unfreeze()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self) -> None:
+        self._finished += 1
+        if self._finished % EVERY == 0:
+            self._freeze()
+
+
+def install(config: pytest.Config) -> FrozenObjects:
+    """The session's freezer, its unfreezing registered as a clean-up now: pytest runs its
+    clean-ups last registered first, and this one is registered before pytest's own
+    ``unraisableexception`` registers the collections it makes as the session ends (this
+    plugin's ``pytest_configure`` runs before that built-in one's), so it runs after them."""
+    frozen = config.stash[frozen_objects_key] = FrozenObjects()
+    config.add_cleanup(frozen.unfreeze)
+    return frozen

@@ -49,7 +49,8 @@ PACKED_FIELDS = ("input", "expected", "transcript", "events")
 _PACKED: dict[bytes, Packed] = {}
 """Packed values seen before, so equal ones (the same expectations) are held once."""
 _PACKED_MAX = 4096
-_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+"""Packs JSON values (a dump: no cycle in them)."""
 
 
 _USAGES: dict[tuple[int, int, int], Usage] = {}

@@ -34,7 +34,9 @@ case out: a resume runs both again."""
 SCORERS_VERSION = __version__
 """The version of the scorers that judged a journaled result (they ship with the plugin): a
 resume reuses only results judged by the same ones."""
-_ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
+_ENCODER = json.JSONEncoder(sort_keys=True, check_circular=False)
+"""json.dumps(..., sort_keys=True), built once; what it encodes is a dump (JSON values, which
+hold no cycle), so it keeps no record of the containers it is inside."""
 _SCORERS = _ENCODER.encode(SCORERS_VERSION)
 
 

@@ -364,6 +364,8 @@ class Redactor:
             and any(anchor in text for anchor in self._anchors)
         ):
             text = self._secrets.sub(MASK, text)
+        if self._hint is not None and not any(prefix in text for prefix in TOKEN_PREFIXES):
+            return text  # no token pattern matches without its prefix (and there is no other)
         return self._pattern.sub(_mask_unless_placeholder, text)
 
     def argv(self, args: Sequence[str]) -> list[str]:

@@ -342,8 +342,6 @@ _NOT_IN_ROW = frozenset({"events", "phase", "traceback"})
 hold them)."""
 _AS_JSON = ("input", "expected", "transcript")
 """The packed fields a line holds: JSON values already."""
-_NON_FINITE = (b"NaN", b"Infinity")
-"""How a packed value writes a number JSON has not (the dump writes ``null`` for it)."""
 
 
 @functools.cache
@@ -352,8 +350,9 @@ def _excluded(read_back: tuple[str, ...]) -> set[str]:
 
 
 def _finite_json(value: Any) -> bool:
-    """Whether ``value`` is packed JSON without a non-finite number."""
-    return isinstance(value, Packed) and all(value.find(word) < 0 for word in _NON_FINITE)
+    """Whether ``value`` is packed JSON without a non-finite number (packed as ``NaN``,
+    ``Infinity``; the dump writes ``null`` for it)."""
+    return isinstance(value, Packed) and value.find(b"NaN") < 0 and value.find(b"Infinity") < 0
 
 
 def _dumped(result: CaseResult) -> dict[str, Any]:

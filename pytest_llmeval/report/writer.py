@@ -9,7 +9,6 @@ taking new files is written over in place); the file names come from
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -258,7 +257,7 @@ class RunWriter:
     def _row(self, result: CaseResult, redacted: bool = False) -> dict[str, Any]:
         """A case's line of ``results.jsonl``: the result without its events (nor an error's
         phase and traceback, which ``errors.jsonl`` has), redacted (unless it was)."""
-        row = _dumped(result)
+        row = result.model_dump(mode="json", exclude={"events", "phase", "traceback"})
         return row if redacted else self.redactor.value(row)
 
     def _error(self, result: CaseResult) -> dict[str, Any]:
@@ -270,7 +269,7 @@ class RunWriter:
             "phase": result.phase,
             "message": result.error,
             "traceback": result.traceback,
-            **_dumped(result),
+            **result.model_dump(mode="json", exclude={"events", "phase", "traceback"}),
         }
         return self.redactor.value(row)  # type: ignore[no-any-return]
 
@@ -335,37 +334,6 @@ def _redacted_events(
             yield from _case_events(result)
         else:
             yield from (redact.value(event) for event in _case_events(result))
-
-
-_NOT_IN_ROW = frozenset({"events", "phase", "traceback"})
-"""The fields a ``results.jsonl`` line leaves out (``events.jsonl`` and ``errors.jsonl``
-hold them)."""
-_AS_JSON = ("input", "expected", "transcript")
-"""The packed fields a line holds: JSON values already."""
-
-
-@functools.cache
-def _excluded(read_back: tuple[str, ...]) -> set[str]:
-    return set(_NOT_IN_ROW.union(read_back))
-
-
-def _finite_json(value: Any) -> bool:
-    """Whether ``value`` is packed JSON without a non-finite number (packed as ``NaN``,
-    ``Infinity``; the dump writes ``null`` for it)."""
-    return isinstance(value, Packed) and value.find(b"NaN") < 0 and value.find(b"Infinity") < 0
-
-
-def _dumped(result: CaseResult) -> dict[str, Any]:
-    """``result.model_dump(mode="json")`` without :data:`_NOT_IN_ROW`, the same values, made
-    faster: a packed field (compact JSON already) is read back, not handed through pydantic's
-    serializer (which took most of the dump's time); one holding a non-finite number, which
-    the dump writes as ``null``, still goes through it."""
-    fields = result.__dict__
-    read_back = tuple(name for name in _AS_JSON if _finite_json(fields[name]))
-    row = result.model_dump(mode="json", exclude=_excluded(read_back))
-    for name in read_back:
-        row[name] = unpack(fields[name])
-    return row
 
 
 def _fixtures_fingerprint(folder: Path) -> str | None:

@@ -15,17 +15,16 @@ failure messages, junit properties). It replaces with ``[REDACTED]``:
   ``access_token``, ``sig``, ``X-Amz-Signature``, ``password`` …; see :func:`secret_param`);
   a key in a URL's path (a gateway's ``https://gw/<key>/v1``) is masked where it is the
   value of a key variable (wherever it appears) or looks like a key (:func:`looks_secret`);
-* extra patterns (``--llmeval-redact-pattern``) and the literal values of the session's
-  secrets (:func:`pytest_llmeval.plugin.state.session_secrets`): the configured secret environment
-  variables (``--llmeval-secret-env``, the runner's API key variable), secret-named
-  environment variables (:func:`secret_env_values`: ``CI_JOB_TOKEN`` …), the credentials of the
-  configured URLs (:func:`url_secrets`) and the secret-named values of ``--llmeval-extra-body``
-  (:func:`named_secrets`). A literal value is masked wherever it appears, whatever the shape
-  of the text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``,
-  well-known dummy passwords such as ``postgres`` or ``changeme``; :data:`PLACEHOLDER_KEYS`),
-  values under :data:`MIN_SECRET_LENGTH` characters and plain
-  numbers or dates are not secrets: they would be masked in, and found by the leak check in,
-  ordinary text (a report's timestamps).
+* extra patterns (``--llmeval-redact-pattern``) and the literal values of the session's secrets
+  (:func:`pytest_llmeval.plugin.state.session_secrets`): the configured secret environment variables
+  (``--llmeval-secret-env``, the runner's API key variable), secret-named environment variables
+  (:func:`secret_env_values`: ``CI_JOB_TOKEN`` …), the credentials of the configured URLs
+  (:func:`url_secrets`) and the secret-named values of ``--llmeval-extra-body``
+  (:func:`named_secrets`). A literal value is masked wherever it appears, whatever the shape of the
+  text around it. Placeholder keys (``ollama``, ``EMPTY``, ``sk-no-key-required``, well-known dummy
+  passwords such as ``postgres`` or ``changeme``; :data:`PLACEHOLDER_KEYS`), values under
+  :data:`MIN_SECRET_LENGTH` characters and plain numbers or dates are not secrets: they would be
+  masked in, and found by the leak check in, ordinary text (a report's timestamps).
 
 :meth:`Redactor.argv` redacts a command line the same way, and also the value given to a
 secret-named option (``--token X``, ``--api-key=X``, ``-o api_key=X``).
@@ -364,7 +363,8 @@ class Redactor:
             and any(anchor in text for anchor in self._anchors)
         ):
             text = self._secrets.sub(MASK, text)
-        return self._pattern.sub(_mask_unless_placeholder, text)
+        tokens = self._hint is None or any(p in text for p in TOKEN_PREFIXES)  # else no match
+        return self._pattern.sub(_mask_unless_placeholder, text) if tokens else text
 
     def argv(self, args: Sequence[str]) -> list[str]:
         """A command line redacted: every argument as :meth:`text` (URLs, tokens, secrets),

@@ -21,6 +21,7 @@ from pytest_llmeval.config.settings import Settings
 from pytest_llmeval.core.errors import ConfigError
 from pytest_llmeval.core.fingerprint import file_sha256
 from pytest_llmeval.core.models import CaseResult, unpack
+from pytest_llmeval.core.packed import Packed
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.core.version import __version__
 from pytest_llmeval.report import console
@@ -155,8 +156,7 @@ class RunWriter:
         write_jsonl(layout.results, (self._row(r, redacted(r)) for r in results))
         write_jsonl(layout.errors, (self._error(r) for r in results if r.outcome == "error"))
         write_jsonl(layout.events, _redacted_events(results, redact, redacted))
-        audit = (redact.value(e) for e in events(results) if e.get("type") == "audit")
-        write_jsonl(layout.audit, audit)
+        write_jsonl(layout.audit, (redact.value(e) for e in _audit_events(results)))
         body = redact.value(report.dump())
         write_json(layout.report, body)
         # summary.md shows the report as written: its names and messages redacted
@@ -301,13 +301,28 @@ def _pytest_version() -> str:
 def events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
     """Every case's events in result order, each with ``sample_id`` and ``event_index``."""
     for result in results:
-        for index, event in enumerate(unpack(result.events)):
-            yield {
-                "sample_id": result.case_id,
-                "nodeid": result.nodeid,
-                "event_index": index,
-                **event,
-            }
+        yield from _case_events(result)
+
+
+def _case_events(result: CaseResult) -> Iterator[dict[str, Any]]:
+    """:func:`events` of one case."""
+    for index, event in enumerate(unpack(result.events)):
+        yield {"sample_id": result.case_id, "nodeid": result.nodeid, "event_index": index, **event}
+
+
+_AUDIT = b'"type":"audit"'
+"""What a packed event list holds when one of its events is an audit (:mod:`..core.packed`
+writes compact JSON, as is)."""
+
+
+def _audit_events(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
+    """The audit events of :func:`events`; a case whose packed events hold none is not read
+    back at all."""
+    for result in results:
+        held = result.events
+        if isinstance(held, Packed) and held.find(_AUDIT) < 0:
+            continue
+        yield from (event for event in _case_events(result) if event.get("type") == "audit")
 
 
 def _redacted_events(
@@ -315,9 +330,10 @@ def _redacted_events(
 ) -> Iterator[dict[str, Any]]:
     """:func:`events`, each redacted unless its result was."""
     for result in results:
-        done = redacted(result)
-        for event in events((result,)):
-            yield event if done else redact.value(event)
+        if redacted(result):
+            yield from _case_events(result)
+        else:
+            yield from (redact.value(event) for event in _case_events(result))
 
 
 def _fixtures_fingerprint(folder: Path) -> str | None:

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmeval.core.redact import MASK, Redactor, find_leaks, secret_values
+from pytest_llmeval.core.redact import (
+    MASK,
+    TOKEN_PATTERNS,
+    TOKEN_PREFIXES,
+    Redactor,
+    find_leaks,
+    secret_values,
+)
 from tests.conftest import write_json
 
 SECRET = "s3cr3t-VALUE-4242"
@@ -27,6 +34,15 @@ SECRET = "s3cr3t-VALUE-4242"
 )
 def test_token_patterns(token: str) -> None:
     assert Redactor().text(f"the key is {token} ok") == f"the key is {MASK} ok"
+
+
+def test_every_token_pattern_begins_with_its_prefix() -> None:
+    """:meth:`Redactor.text` tries the token patterns only on a text holding a prefix."""
+    for pattern in TOKEN_PATTERNS:
+        assert any(pattern.startswith(rf"\b{p}") for p in TOKEN_PREFIXES), pattern  # literal
+    text = "sk-short hf_x Bearer  abc, jina_ pplx-? AIza" * 3  # prefixes, nothing to mask
+    assert Redactor().text(text) == text
+    assert Redactor(["short"]).text(text) == text.replace("short", MASK)
 
 
 def test_secret_named_keys_but_not_counts_or_fingerprints() -> None:

@@ -9,9 +9,10 @@ garbage collector to walk), read back through :func:`unpack`; equal token counts
 
 from __future__ import annotations
 
+import copy
 import json
 from json.scanner import make_scanner
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import PlainSerializer
 
@@ -82,17 +83,65 @@ def shared_usage(usage: Usage) -> Usage:
     return found
 
 
-_SCORES: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+READ_ONLY = (
+    "llmeval: a kept result's scores, details and tool calls are shared with equal results' "
+    "and read-only; change a copy (dict(result.scores), result.model_copy(deep=True))"
+)
+"""What changing a shared container raises (it would change every result holding it)."""
+
+
+def _refuse(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError(READ_ONLY)
+
+
+class SharedDict(dict[str, Any]):
+    """A dict many kept results hold (equal scores, empty details): read as a dict, dumped
+    as one; every change raises :data:`READ_ONLY`, and a copy is a plain dict."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
+class SharedList(list[Any]):
+    """The one empty list of tool calls kept results hold: :class:`SharedDict`'s rules."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = clear = extend = insert = pop = remove = reverse = sort = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return copy.deepcopy(list(self), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return list, (list(self),)
+
+
+_SCORES: dict[tuple[tuple[str, str], ...], SharedDict] = {}
 """Kept results' score dicts seen before, by their names and values' ``repr`` (so ``1`` and
-``1.0``, or ``0.0`` and ``-0.0``, are never taken for each other), each held once."""
-_NOTHING: dict[str, Any] = {}
-_NONE: list[Any] = []
+``1.0``, or ``0.0`` and ``-0.0``, are never taken for each other), each held once (a copy:
+the dict a result was made with stays its maker's)."""
+_NOTHING = SharedDict()
+_NONE = SharedList()
 
 
 def shared_containers(fields: dict[str, Any]) -> None:
     """A kept result's ``scores`` made the equal dict held before, and its empty ``details``
     and ``tool_calls`` one shared empty dict and list: most results of a session score alike
-    and call no tool. A kept result is only read (every change to one is a copy)."""
+    and call no tool. A kept result is only read: the shared ones refuse every change
+    (:data:`READ_ONLY`), so none is ever seen in another result."""
     scores = fields["scores"]
     if type(scores) is dict and len(scores) <= 8:
         key = tuple((name, repr(value)) for name, value in scores.items())
@@ -100,7 +149,7 @@ def shared_containers(fields: dict[str, Any]) -> None:
         if found is None:
             if len(_SCORES) >= 4096:
                 _SCORES.clear()
-            found = _SCORES[key] = scores
+            found = _SCORES[key] = SharedDict(scores)
         fields["scores"] = found
     if type(fields["details"]) is dict and not fields["details"]:
         fields["details"] = _NOTHING

@@ -10,6 +10,7 @@ case_view.CaseView`, with no pytest.
 
 from __future__ import annotations
 
+import copy
 import traceback
 from typing import Any, Protocol
 
@@ -210,10 +211,13 @@ def _identity(item: CaseItem) -> dict[str, Any]:
 
 
 def agent_fingerprint(agent: Any) -> dict[str, Any]:
-    """The agent's own fingerprint, or its class name for a user agent without one."""
+    """The agent's own fingerprint, or its class name for a user agent without one. Its own
+    is a copy, made once (:meth:`ResultBuilder.fingerprint_of`): an agent that changes what
+    it returned (its settings, a list of what it saw) changes neither the hash nor the
+    fingerprint its results and journal lines carry."""
     method = getattr(agent, "fingerprint", None)
     if callable(method):
-        return dict(method())
+        return copy.deepcopy(dict(method()))
     kind = type(agent)
     return {"type": "agent", "class": f"{kind.__module__}.{kind.__qualname__}"}
 

@@ -350,3 +350,47 @@ def test_a_long_answer_is_kept_clipped_with_its_full_length(pytester: pytest.Pyt
     result.assert_outcomes(passed=1)  # the keyword at the very end was found
     (row,) = read_jsonl(pytester.path / "run/results.jsonl")
     assert row["response"] == "y" * RESPONSE_CHARS + marker(150_003)
+
+
+def test_shared_score_dicts_refuse_changes_and_stay_apart_from_their_maker() -> None:
+    """A held score dict is many results' at once: changing it through one raises (naming the
+    copy to change instead), a copy is a plain dict of its own, and the dict a result was
+    made with stays its maker's (the item's result is still changed nowhere else)."""
+    import copy
+    import math
+    import pickle
+
+    from pytest_llmeval.core.models import CaseResult
+    from pytest_llmeval.core.packed import READ_ONLY
+
+    row = {"case_id": "c", "suite": "golden", "file": "f", "line": 1, "nodeid": "f::c",
+           "outcome": "passed", "passed": True, "scores": {"exact_match": 0.318309886}}  # fmt: skip
+    made = CaseResult.model_validate(row)
+    held = CaseResult.kept_as(made, made.model_dump(mode="json"))
+    made.scores["exact_match"] = 0.0  # the maker's own dict: no held result sees it
+    assert CaseResult.kept(row).scores == {"exact_match": 0.318309886}
+    assert CaseResult.kept(row).scores is held.scores
+    changes = [
+        lambda: held.scores.update(extra=1.0),
+        lambda: held.scores.__setitem__("exact_match", 2.0),
+        lambda: held.scores.pop("exact_match"),
+        lambda: held.details.setdefault("rank", 1),
+        lambda: held.tool_calls.append({"name": "x"}),
+        lambda: held.tool_calls.extend([1]),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only; change a copy"):
+            change()
+    assert READ_ONLY.startswith("llmeval: ")
+    assert held.scores == {"exact_match": 0.318309886} and not held.details and not held.tool_calls
+    for other in (held.model_copy(deep=True), pickle.loads(pickle.dumps(held))):
+        other.scores["exact_match"] = 0.5
+        other.details["rank"] = 1
+        other.tool_calls.append(None)
+        assert type(other.scores) is dict and type(other.tool_calls) is list
+    assert type(copy.copy(held.scores)) is dict and type(dict(held.scores)) is dict
+    assert held.scores == {"exact_match": 0.318309886} and not held.details and not held.tool_calls
+    odd = {"nan": math.nan, "inf": math.inf, "ninf": -math.inf, "neg": -0.0, "big": 1e308}
+    for _ in range(2):
+        kept = CaseResult.kept({**row, "scores": odd})
+        assert json.dumps(kept.model_dump()["scores"]) == json.dumps(odd)

@@ -89,3 +89,63 @@ def test_an_aggregate_that_does_not_fit_its_section_is_reported(
          "ShoutSection: shouted: *"]
     )  # fmt: skip
     assert "Traceback" not in result.stdout.str()
+
+
+RANKING_CONFTEST = '''
+from pytest_llmeval.api import CaseScore, EvalCase, Message
+from pytest_llmeval.suites.base import base_totals
+
+
+class RankSuite:
+    """``*.rank.txt``: a suite whose aggregate writes into the results it is given."""
+
+    name = "rank"
+
+    def claims(self, path, head):
+        return path.name.endswith(".rank.txt")
+
+    def load(self, source, ctx):
+        lines = source.path.read_text().splitlines()
+        for number, text in enumerate(lines, 1):
+            yield EvalCase(case_id=f"l{number}", suite=self.name, file=source.display,
+                           line=number, messages=[Message(role="user", content=text)])
+
+    def score(self, case, transcript, ctx):
+        return CaseScore(passed=True, scores={"exact_match": 1.0})
+
+    def aggregate(self, results):
+        for rank, result in enumerate(results):
+            result.details["rank"] = rank
+            result.scores["exact_match"] *= 100
+        return base_totals(results)
+
+
+def pytest_llmeval_register_suites(registry):
+    registry.register(RankSuite())
+'''
+
+
+def test_a_suite_that_writes_into_its_results_changes_no_other_result(
+    pytester: pytest.Pytester,
+) -> None:
+    """Kept results share equal scores and empty details: a suite's aggregate that writes
+    into the results it is handed fails, naming the fix, and no other result (of this
+    session or the next one in the process) ever shows what it wrote."""
+    pytester.makeconftest(RANKING_CONFTEST)
+    pytester.makefile(".rank.txt", cases="a\nb\nc\n")
+    pytester.makeini("[pytest]\nllmeval_files = *.rank.txt\n")
+    first = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert first.ret != pytest.ExitCode.OK  # its run dir is not written as if it were fine
+    said = first.stdout.str() + first.stderr.str()
+    assert "read-only; change a copy (dict(result.scores)" in said
+    # the next session in this process, a plain golden file: its results are its own
+    (pytester.path / "conftest.py").unlink()
+    pytester.makeini("[pytest]\n")
+    rows = [{"id": f"g{i}", "input": "hi", "expected_output": "hi"} for i in range(3)]
+    pytester.makefile(".eval.jsonl", qa="\n".join(json.dumps(row) for row in rows))
+    second = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run2")
+    second.assert_outcomes(passed=3)
+    lines = (pytester.path / "run2" / "results.jsonl").read_text().splitlines()
+    for line in lines:
+        result = json.loads(line)
+        assert result["details"] == {} and result["scores"] == {"exact_match": 1.0}, result

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from pydantic import PlainSerializer
 
+from pytest_llmeval.core.held_once import HeldOnce
 from pytest_llmeval.core.model_base import Usage
 
 __all__ = [
@@ -58,14 +59,13 @@ SHOWN = PlainSerializer(unpack)
 PACKED_FIELDS = ("input", "expected", "transcript", "events")
 
 
-_PACKED: dict[bytes, Packed] = {}
+_PACKED: HeldOnce[bytes, Packed] = HeldOnce()
 """Packed values seen before, so equal ones (the same expectations) are held once."""
-_PACKED_MAX = 4096
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 """Packs JSON values (a dump: no cycle in them)."""
 
 
-_USAGES: dict[tuple[int, int, int], Usage] = {}
+_USAGES: HeldOnce[tuple[int, int, int], Usage] = HeldOnce()
 """Kept results' token counts seen before, so equal ones are held once (never changed)."""
 _EVERY_USAGE_FIELD: set[str] = set(Usage.model_fields)
 
@@ -75,12 +75,7 @@ def shared_usage(usage: Usage) -> Usage:
     if usage.model_fields_set != _EVERY_USAGE_FIELD:
         return usage
     key = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-    found = _USAGES.get(key)
-    if found is None:
-        if len(_USAGES) >= 4096:
-            _USAGES.clear()
-        found = _USAGES[key] = usage
-    return found
+    return _USAGES.held(key, usage)
 
 
 READ_ONLY = (
@@ -129,7 +124,7 @@ class SharedList(list[Any]):
         return list, (list(self),)
 
 
-_SCORES: dict[tuple[tuple[str, str], ...], SharedDict] = {}
+_SCORES: HeldOnce[tuple[tuple[str, str], ...], SharedDict] = HeldOnce()
 """Kept results' score dicts seen before, by their names and values' ``repr`` (so ``1`` and
 ``1.0``, or ``0.0`` and ``-0.0``, are never taken for each other), each held once (a copy:
 the dict a result was made with stays its maker's)."""
@@ -145,12 +140,7 @@ def shared_containers(fields: dict[str, Any]) -> None:
     scores = fields["scores"]
     if type(scores) is dict and len(scores) <= 8:
         key = tuple((name, repr(value)) for name, value in scores.items())
-        found = _SCORES.get(key)
-        if found is None:
-            if len(_SCORES) >= 4096:
-                _SCORES.clear()
-            found = _SCORES[key] = SharedDict(scores)
-        fields["scores"] = found
+        fields["scores"] = _SCORES.made(key, lambda: SharedDict(scores))
     if type(fields["details"]) is dict and not fields["details"]:
         fields["details"] = _NOTHING
     if type(fields["tool_calls"]) is list and not fields["tool_calls"]:
@@ -171,6 +161,4 @@ def pack(value: Any) -> Packed:
     packed = Packed(_PACK.encode(value).encode("utf-8", "surrogatepass"))
     if len(packed) > 256:
         return packed
-    if len(_PACKED) >= _PACKED_MAX:
-        _PACKED.clear()
-    return _PACKED.setdefault(packed, packed)
+    return _PACKED.held(packed, packed)

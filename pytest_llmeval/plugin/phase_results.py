@@ -19,6 +19,7 @@ import pytest
 from pytest_llmeval.core.clip import clip
 from pytest_llmeval.core.errors import EvalFailure
 from pytest_llmeval.core.fingerprint import fingerprint
+from pytest_llmeval.core.held_once import HeldOnce
 from pytest_llmeval.core.models import CaseResult, CaseScore, EvalCase, Outcome, Transcript, Usage
 from pytest_llmeval.core.redact import Redactor
 from pytest_llmeval.plugin.case_records import CaseRecord, CaseRecords
@@ -181,19 +182,13 @@ class ResultBuilder:
         return last[1], last[2]
 
 
-_PROPERTIES: dict[tuple[str, type, Any], tuple[str, Any]] = {}
+_PROPERTIES: HeldOnce[tuple[str, type, Any], tuple[str, Any]] = HeldOnce()
 """junit properties made before: pytest keeps every item's to the end, and most are alike."""
 
 
 def _property(name: str, value: Any) -> tuple[str, Any]:
     """The junit property ``("llmeval.<name>", value)``, shared with equal ones."""
-    key = (name, type(value), value)
-    found = _PROPERTIES.get(key)
-    if found is None:
-        if len(_PROPERTIES) >= 4096:
-            _PROPERTIES.clear()
-        found = _PROPERTIES[key] = (f"llmeval.{name}", value)
-    return found
+    return _PROPERTIES.made((name, type(value), value), lambda: (f"llmeval.{name}", value))
 
 
 def _identity(item: CaseItem) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from typing import Any, TypedDict, cast
 import pytest
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
+from pytest_llmeval.core.held_once import HeldOnce
+
 __all__ = [
     "Changed",
     "ReportFacts",
@@ -190,7 +192,7 @@ def add_facts(report: object, new: ReportFacts) -> None:
     setattr(report, KEY, _shared(cast(ReportFacts, merged)))
 
 
-_SHARED_FACTS: dict[tuple[tuple[str, object], ...], ReportFacts] = {}
+_SHARED_FACTS: HeldOnce[tuple[tuple[str, object], ...], ReportFacts] = HeldOnce(1024)
 """Facts given to reports before: the terminal reporter keeps every report to the end, and
 nearly every teardown report carries only its process's agents in flight, a few values."""
 
@@ -200,10 +202,4 @@ def _shared(found: ReportFacts) -> ReportFacts:
     place: :func:`add_facts` replaces them); a fact with a text is its report's own."""
     if not all(isinstance(value, (int, bool)) for value in found.values()):
         return found
-    key = tuple(sorted(found.items()))
-    held = _SHARED_FACTS.get(key)
-    if held is None:
-        if len(_SHARED_FACTS) >= 1024:
-            _SHARED_FACTS.clear()
-        held = _SHARED_FACTS[key] = found
-    return held
+    return _SHARED_FACTS.held(tuple(sorted(found.items())), found)

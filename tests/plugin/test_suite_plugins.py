@@ -9,30 +9,43 @@ import textwrap
 
 import pytest
 
-SUITE_CONFTEST = '''
+LINES_SUITE = '''
 from pytest_llmeval.api import CaseScore, EvalCase, Message
-from pytest_llmeval.rundir.models import SuiteSection
 from pytest_llmeval.suites.base import base_totals
 
 
-class ShoutSection(SuiteSection):
-    shouted: int
+class LinesSuite:
+    """``*<suffix>``: one line, one case."""
 
-
-class ShoutSuite:
-    """``*.shout.txt``: one line, one case; it passes when the answer is upper case."""
-
-    name = "shout"
-    section_model = ShoutSection
+    suffix = ""
 
     def claims(self, path, head):
-        return path.name.endswith(".shout.txt")
+        return path.name.endswith(self.suffix)
 
     def load(self, source, ctx):
         lines = source.path.read_text().splitlines()
         for number, text in enumerate(lines, 1):
             yield EvalCase(case_id=f"l{number}", suite=self.name, file=source.display,
                            line=number, messages=[Message(role="user", content=text)])
+'''
+"""A third party's suite of text files, as the two below build on it."""
+
+SUITE_CONFTEST = (
+    LINES_SUITE
+    + '''
+from pytest_llmeval.rundir.models import SuiteSection
+
+
+class ShoutSection(SuiteSection):
+    shouted: int
+
+
+class ShoutSuite(LinesSuite):
+    """``*.shout.txt``: it passes when the answer is upper case."""
+
+    name = "shout"
+    suffix = ".shout.txt"
+    section_model = ShoutSection
 
     def score(self, case, transcript, ctx):
         shouted = transcript.response == transcript.response.upper()
@@ -53,6 +66,7 @@ class ShoutSuite:
 def pytest_llmeval_register_suites(registry):
     registry.register(ShoutSuite())
 '''
+)
 
 
 def _project(pytester: pytest.Pytester, shouted: str) -> None:
@@ -91,24 +105,15 @@ def test_an_aggregate_that_does_not_fit_its_section_is_reported(
     assert "Traceback" not in result.stdout.str()
 
 
-RANKING_CONFTEST = '''
-from pytest_llmeval.api import CaseScore, EvalCase, Message
-from pytest_llmeval.suites.base import base_totals
+RANKING_CONFTEST = (
+    LINES_SUITE
+    + '''
 
-
-class RankSuite:
+class RankSuite(LinesSuite):
     """``*.rank.txt``: a suite whose aggregate writes into the results it is given."""
 
     name = "rank"
-
-    def claims(self, path, head):
-        return path.name.endswith(".rank.txt")
-
-    def load(self, source, ctx):
-        lines = source.path.read_text().splitlines()
-        for number, text in enumerate(lines, 1):
-            yield EvalCase(case_id=f"l{number}", suite=self.name, file=source.display,
-                           line=number, messages=[Message(role="user", content=text)])
+    suffix = ".rank.txt"
 
     def score(self, case, transcript, ctx):
         return CaseScore(passed=True, scores={"exact_match": 1.0})
@@ -123,6 +128,7 @@ class RankSuite:
 def pytest_llmeval_register_suites(registry):
     registry.register(RankSuite())
 '''
+)
 
 
 def test_a_suite_that_writes_into_its_results_changes_no_other_result(

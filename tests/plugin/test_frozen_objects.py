@@ -54,3 +54,30 @@ def test_a_session_without_eval_cases_freezes_nothing(pytester: pytest.Pytester)
     result.assert_outcomes(passed=1)
     seen = json.loads((pytester.path / "frozen.json").read_text())
     assert seen["setup"] == [0] and seen["unconfigure"] == 0
+
+
+AT_EXIT = """
+import atexit, gc, pathlib
+
+def _count():  # registered before the plugin's handler, so it runs after it
+    pathlib.Path("at_exit.txt").write_text(str(gc.get_freeze_count()))
+
+atexit.register(_count)
+"""
+
+
+@pytest.mark.parametrize("cases", [True, False], ids=["eval-session", "no-eval-case"])
+def test_the_interpreter_exits_with_everything_frozen_after_an_eval_session(
+    pytester: pytest.Pytester, cases: bool
+) -> None:
+    """Its last collections then walk and free nothing the session kept; a process that ran
+    no eval case exits as pytest alone would."""
+    pytester.makeconftest(AT_EXIT)
+    if cases:
+        write_jsonl(pytester, "qa.eval.jsonl", ROWS)
+    else:
+        pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("--llmeval-runner", "echo", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=9 if cases else 1)
+    frozen = int((pytester.path / "at_exit.txt").read_text())
+    assert (frozen > 0) is cases

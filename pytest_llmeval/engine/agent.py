@@ -64,6 +64,13 @@ class LoopAgent:
     def fingerprint(self) -> dict[str, Any]:
         return self.runner.fingerprint()
 
+    @property
+    def in_process(self) -> bool:
+        """Whether its runner says it answers in this process, with no I/O a background loop
+        could overlap (``in_process = True``): its cases then run on pytest's thread
+        (:class:`~pytest_llmeval.engine.dispatch.Dispatcher`)."""
+        return getattr(self.runner, "in_process", False) is True
+
     async def run(self, case: EvalCase, broker: ToolBroker) -> Transcript:
         if case.choices is not None:
             return await score_choices(self.runner, case)

@@ -12,6 +12,15 @@ handed out once and then dropped, so memory stays bounded by the look-ahead wind
 Results never depend on concurrency: every case runs in its own task with its own cassette
 scope, and nothing a case sees depends on what ran before it.
 
+An agent that says it runs in this process (``in_process = True``: the echo and replay
+runners' loop, a user's agent that does no I/O a background loop could overlap) gains nothing
+from that loop and pays for it: every case handed to the other thread and back, the GIL with
+it, cost the item loop more than the agent's own work (a fifth of the wall time of a 20,000
+case echo run). Its cases run on pytest's thread instead, one at a time, each when its item
+asks, on a loop of that thread's own (:meth:`Dispatcher.transcript`); what a case needs of the
+background loop (a judge, an embedder) keeps it there, as does a loop already running on
+pytest's thread. A case queued ahead on the background loop is taken from there.
+
 The dispatcher only schedules: running one case (agent, similarity, judge, repeats, deadline)
 is :class:`~pytest_llmeval.engine.case_run.CaseRunner`'s job. It never calls code it was
 handed (a :data:`JobLookup`) while it holds its lock: the jobs ahead are asked for between
@@ -85,6 +94,8 @@ class Dispatcher:
             self.services, concurrency, timeout_s, workspace_root, self.agent_threads
         )
         """What runs each case the dispatcher starts."""
+        self._here: tuple[asyncio.AbstractEventLoop, CaseRunner] | None = None
+        """The loop on pytest's thread and its runner, for in-process agents' cases."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -115,7 +126,10 @@ class Dispatcher:
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
 
     def close(self) -> None:
-        """Cancel what is still running and stop the loop."""
+        """Cancel what is still running and stop the loops."""
+        here, self._here = self._here, None
+        if here is not None:
+            _close_here(here[0])
         loop, self._loop = self._loop, None
         if loop is None:
             return
@@ -172,7 +186,13 @@ class Dispatcher:
         Three steps, so that ``lookup`` (the caller's code: it may build cases) runs without
         the lock: which positions ahead want a job (locked), their jobs (``lookup``, unlocked),
         then this case and those jobs started with one wake-up of the loop (locked; a position
-        queued or dropped in between is left alone)."""
+        queued or dropped in between is left alone). A case of an in-process agent not queued
+        runs here instead (the module's text), and queues nothing."""
+        if _runs_here(job):
+            with self._lock:
+                queued = key in self._futures
+            if not queued:
+                return self._run_here(key, job)
         with self._lock:
             future = self._futures.get(key)
             wanted, end = self._wanted_ahead(key, future is None) if lookup else ([], 0)
@@ -198,6 +218,19 @@ class Dispatcher:
         finally:
             with self._lock:
                 self._futures.pop(key, None)
+
+    def _run_here(self, key: str, job: Job) -> Transcript:
+        """Run ``key``'s case on this (pytest's) thread, on a loop of its own, with a runner
+        of its own (the background runner's slots are that loop's)."""
+        if self._here is None:
+            runner = CaseRunner(
+                self.services, self.concurrency, self.timeout_s, self.workspace_root,
+                self.agent_threads,
+            )
+            runner.open()
+            self._here = (asyncio.new_event_loop(), runner)
+        loop, runner = self._here
+        return loop.run_until_complete(self._run(key, *job, runner=runner))
 
     def _wanted_ahead(self, key: str, missed: bool) -> tuple[list[tuple[int, str]], int]:
         """(Locked.) The positions (with their keys) after ``key`` whose jobs to start now,
@@ -237,13 +270,21 @@ class Dispatcher:
             task.add_done_callback(self._tasks.discard)
             task.add_done_callback(functools.partial(_settle, future))
 
-    async def _run(self, key: str, case: EvalCase, agent: Any, broker: ToolBroker) -> Transcript:
+    async def _run(
+        self,
+        key: str,
+        case: EvalCase,
+        agent: Any,
+        broker: ToolBroker,
+        runner: CaseRunner | None = None,
+    ) -> Transcript:
+        run = (runner or self.runner).run
         marks = self._marks
         if marks is None:
-            return await self.runner.run(key, case, agent, broker)
+            return await run(key, case, agent, broker)
         marks.started(key)
         try:
-            return await self.runner.run(key, case, agent, broker)
+            return await run(key, case, agent, broker)
         finally:
             marks.finished(key)
 
@@ -251,6 +292,28 @@ class Dispatcher:
         """Close the judge's runner and the embedder, on the loop they were used on."""
         if self.services.open:
             self.call(self.services.aclose())
+
+
+def _runs_here(job: Job) -> bool:
+    """Whether ``job``'s case runs on pytest's thread: its agent runs in this process, the
+    case needs none of the background loop's services, and no loop runs on this thread."""
+    case, agent, _broker = job
+    if getattr(agent, "in_process", False) is not True:
+        return False
+    if case.judge is not None or case.similarity_reference is not None:
+        return False
+    return asyncio._get_running_loop() is None
+
+
+def _close_here(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what an interrupted case left on pytest's thread's loop, then close it."""
+    if not loop.is_running():
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.close()
 
 
 def _settle(

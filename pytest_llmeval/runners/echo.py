@@ -20,6 +20,8 @@ class EchoRunner:
     """
 
     name = "echo"
+    in_process = True
+    """It answers here, with no I/O: its cases run on pytest's thread."""
 
     def fingerprint(self) -> dict[str, Any]:
         return {"type": "echo"}

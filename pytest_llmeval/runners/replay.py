@@ -320,6 +320,9 @@ class ReplayRunner:
     """
 
     name = "replay"
+    in_process = True
+    """It answers from files here, with no backend to wait on: its cases run on pytest's
+    thread."""
 
     def __init__(
         self,

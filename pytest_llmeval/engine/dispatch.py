@@ -32,9 +32,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import signal
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol, TypeVar
 
 from pytest_llmeval.core.models import EvalCase, Transcript
@@ -96,6 +98,7 @@ class Dispatcher:
         """What runs each case the dispatcher starts."""
         self._here: tuple[asyncio.AbstractEventLoop, CaseRunner] | None = None
         """The loop on pytest's thread and its runner, for in-process agents' cases."""
+        self._ctrl_c = _CtrlC()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -129,6 +132,7 @@ class Dispatcher:
         """Cancel what is still running and stop the loops."""
         here, self._here = self._here, None
         if here is not None:
+            self._ctrl_c.uninstall()
             _close_here(here[0])
         loop, self._loop = self._loop, None
         if loop is None:
@@ -224,13 +228,25 @@ class Dispatcher:
         of its own (the background runner's slots are that loop's)."""
         if self._here is None:
             runner = CaseRunner(
-                self.services, self.concurrency, self.timeout_s, self.workspace_root,
+                self.services,
+                self.concurrency,
+                self.timeout_s,
+                self.workspace_root,
                 self.agent_threads,
             )
             runner.open()
             self._here = (asyncio.new_event_loop(), runner)
+            self._ctrl_c.install()
         loop, runner = self._here
-        return loop.run_until_complete(self._run(key, *job, runner=runner))
+        ctrl_c = self._ctrl_c
+        ctrl_c.running, ctrl_c.noted = True, False
+        try:
+            transcript = loop.run_until_complete(self._run(key, *job, runner=runner))
+        finally:
+            ctrl_c.running = False
+        if ctrl_c.noted:  # Ctrl-C while the agent ran: the case runner made it its fault
+            raise KeyboardInterrupt
+        return transcript
 
     def _wanted_ahead(self, key: str, missed: bool) -> tuple[list[tuple[int, str]], int]:
         """(Locked.) The positions (with their keys) after ``key`` whose jobs to start now,
@@ -296,13 +312,45 @@ class Dispatcher:
 
 def _runs_here(job: Job) -> bool:
     """Whether ``job``'s case runs on pytest's thread: its agent runs in this process, the
-    case needs none of the background loop's services, and no loop runs on this thread."""
+    case needs none of the background loop's services, pytest runs on the main thread, and
+    no loop runs there."""
     case, agent, _broker = job
     if getattr(agent, "in_process", False) is not True:
         return False
     if case.judge is not None or case.similarity_reference is not None:
         return False
+    if threading.current_thread() is not threading.main_thread():
+        return False  # pytest run on another thread: Ctrl-C is not raised there
     return asyncio._get_running_loop() is None
+
+
+class _CtrlC:
+    """Ctrl-C noted while a case runs on pytest's thread, the handler in place still called:
+    the agent's own ``KeyboardInterrupt`` is its fault (the case errs, as on the background
+    loop), but Ctrl-C stops the session wherever it lands, inside the agent too. Installed
+    once, with the first such case; put back by :meth:`Dispatcher.close` if still in place."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.noted = False
+        self._previous: Callable[[int, FrameType | None], Any] | None = None
+
+    def install(self) -> None:
+        previous = signal.getsignal(signal.SIGINT)
+        if self._previous is None and callable(previous):  # not ignored, not the default
+            self._previous = previous
+            signal.signal(signal.SIGINT, self._note)
+
+    def _note(self, signum: int, frame: FrameType | None) -> Any:
+        if self.running:
+            self.noted = True
+        assert self._previous is not None
+        return self._previous(signum, frame)
+
+    def uninstall(self) -> None:
+        previous, self._previous = self._previous, None
+        if previous is not None and signal.getsignal(signal.SIGINT) == self._note:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:

@@ -7,6 +7,7 @@ plugin/test_determinism.py and plugin/test_fast_paths.py; these tests hold the l
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from pathlib import Path
@@ -145,3 +146,145 @@ def test_the_jobs_ahead_are_asked_for_without_the_dispatchers_lock(tmp_path: Pat
     finally:
         if not caller.is_alive():
             dispatcher.close()
+
+
+class HereAgent(SlowAgent):
+    """A :class:`SlowAgent` that says it answers in this process."""
+
+    in_process = True
+
+
+def test_an_in_process_agents_cases_run_on_pytests_thread_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """No hand-over to the dispatcher's thread and back, and nothing queued ahead."""
+    agent = HereAgent(0.0)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    asked: list[int] = []
+
+    def lookup(position: int) -> Job:
+        asked.append(position)
+        return jobs[KEYS[position]]
+
+    try:
+        for key in KEYS:
+            assert dispatcher.transcript(key, jobs[key], lookup).response == f"answer {key}"
+            assert agent.finished[-1] == key  # ran when asked, not ahead
+        assert agent.finished == KEYS and asked == []
+        assert agent.threads == {threading.main_thread().name}
+        assert dispatcher._loop is None  # the background loop never started
+    finally:
+        dispatcher.close()
+
+
+def test_an_in_process_agent_is_timed_out_and_errs_as_on_the_background_loop(
+    tmp_path: Path,
+) -> None:
+    agent = HereAgent(30.0)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = Dispatcher(concurrency=2, timeout_s=0.2)
+    dispatcher.set_order(KEYS)
+    try:
+        transcript = dispatcher.transcript("case0", jobs["case0"])
+        assert transcript.error_kind == "timeout" and agent.finished == []
+        assert transcript.error is not None and "timed out after 0.2s" in transcript.error
+    finally:
+        dispatcher.close()
+
+
+@pytest.mark.parametrize("why", ["judge", "similarity", "loop running", "other thread"])
+def test_what_keeps_an_in_process_agents_case_on_the_background_loop(
+    tmp_path: Path, why: str
+) -> None:
+    """A judge's or an embedder's case (the services live on that loop), a loop already
+    running on the caller's thread, a caller that is not the main thread."""
+    agent = HereAgent(0.0)
+    jobs = _jobs(agent, tmp_path)
+    case, _, broker = jobs["case0"]
+    if why == "judge":
+        case = case.model_copy(update={"judge": {"rubric": "correct?"}})
+    elif why == "similarity":
+        case = case.model_copy(update={"similarity_reference": "answer case0"})
+    dispatcher = _dispatcher(jobs)
+    ran_on: list[str] = []
+
+    def ask() -> None:
+        if why == "loop running":
+
+            async def inside() -> None:
+                dispatcher.transcript("case0", (case, agent, broker))
+
+            asyncio.run(inside())
+        else:
+            dispatcher.transcript("case0", (case, agent, broker))
+        ran_on.extend(agent.threads)
+
+    try:
+        if why == "other thread":
+            thread = threading.Thread(target=ask)
+            thread.start()
+            thread.join(10)
+        else:
+            ask()
+        assert ran_on == ["llmeval-dispatch"]
+    finally:
+        dispatcher.close()
+
+
+def test_an_in_process_agents_case_queued_ahead_is_taken_from_the_background_loop(
+    tmp_path: Path,
+) -> None:
+    """A session with two agents: the other one's case queued this one's ahead."""
+    background, here = SlowAgent(0.0), HereAgent(0.0)
+    jobs = _jobs(background, tmp_path)
+    mixed = {key: (case, here, broker) for key, (case, _, broker) in jobs.items()}
+    dispatcher = _dispatcher(jobs)
+    try:
+        _transcript(dispatcher, jobs, "case0")  # queues case1..case4 with their jobs
+        assert dispatcher.transcript("case1", mixed["case1"]).response == "answer case1"
+        assert "case1" in background.finished and here.finished == []
+        assert dispatcher.transcript("case5", mixed["case5"]).response == "answer case5"
+        assert here.finished == ["case5"]  # not queued: it ran here
+    finally:
+        dispatcher.close()
+
+
+class CtrlCAgent(HereAgent):
+    """Presses Ctrl-C while it runs (``signal``), or raises ``KeyboardInterrupt`` itself."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(0.0)
+        self.how = how
+
+    async def run(self, case: EvalCase, broker: ToolBroker) -> str:
+        if self.how == "own":
+            raise KeyboardInterrupt("the agent's own")
+        signal.raise_signal(signal.SIGINT)  # the handler runs here, inside the agent
+        return "never"
+
+
+@pytest.mark.parametrize("how", ["signal", "own"])
+def test_ctrl_c_during_an_in_process_case_stops_the_session_its_own_raise_errs(
+    tmp_path: Path, how: str
+) -> None:
+    """The case runner makes a ``KeyboardInterrupt`` inside the agent the agent's fault (a
+    case that errs); a real Ctrl-C landing there still interrupts, as on any thread."""
+    agent = CtrlCAgent(how)
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        if how == "signal":
+            with pytest.raises(KeyboardInterrupt):
+                dispatcher.transcript("case0", jobs["case0"])
+        else:
+            transcript = dispatcher.transcript("case0", jobs["case0"])
+            assert transcript.error_kind == "agent"
+            assert "KeyboardInterrupt" in (transcript.error or "")
+        case, _, broker = jobs["case1"]
+        after = dispatcher.transcript("case1", (case, HereAgent(0.0), broker))
+        assert after.response == "answer case1"  # the dispatcher goes on
+    finally:
+        dispatcher.close()
+    assert signal.getsignal(signal.SIGINT) == handler  # put back

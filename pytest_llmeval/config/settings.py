@@ -125,7 +125,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "concurrency",
-        "Cases whose agents run at once, ahead of the test loop, in each process.",
+        "Cases whose agents run at once, ahead of the test loop, in each process (an "
+        "in-process agent's, such as echo's or replay's, run one at a time in the loop).",
         default=8,
         type="int",
         metavar="N",

@@ -98,7 +98,7 @@ class Dispatcher:
         """What runs each case the dispatcher starts."""
         self._here: tuple[asyncio.AbstractEventLoop, CaseRunner] | None = None
         """The loop on pytest's thread and its runner, for in-process agents' cases."""
-        self._ctrl_c = _CtrlC()
+        self._stops = _StopSignals()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ class Dispatcher:
         """Cancel what is still running and stop the loops."""
         here, self._here = self._here, None
         if here is not None:
-            self._ctrl_c.uninstall()
+            self._stops.uninstall()
             _close_here(here[0])
         loop, self._loop = self._loop, None
         if loop is None:
@@ -236,16 +236,17 @@ class Dispatcher:
             )
             runner.open()
             self._here = (asyncio.new_event_loop(), runner)
-            self._ctrl_c.install()
+            self._stops.install()
         loop, runner = self._here
-        ctrl_c = self._ctrl_c
-        ctrl_c.running, ctrl_c.noted = True, False
+        stops = self._stops
+        stops.running, stops.raised = True, None
         try:
             transcript = loop.run_until_complete(self._run(key, *job, runner=runner))
         finally:
-            ctrl_c.running = False
-        if ctrl_c.noted:  # Ctrl-C while the agent ran: the case runner made it its fault
-            raise KeyboardInterrupt
+            stops.running = False
+        raised, stops.raised = stops.raised, None
+        if raised is not None:  # a signal's, while the agent ran: the case runner made it
+            raise raised  # the agent's fault; it stops the session (Ctrl-C, SIGTERM)
         return transcript
 
     def _wanted_ahead(self, key: str, missed: bool) -> tuple[list[tuple[int, str]], int]:
@@ -324,33 +325,47 @@ def _runs_here(job: Job) -> bool:
     return asyncio._get_running_loop() is None
 
 
-class _CtrlC:
-    """Ctrl-C noted while a case runs on pytest's thread, the handler in place still called:
-    the agent's own ``KeyboardInterrupt`` is its fault (the case errs, as on the background
-    loop), but Ctrl-C stops the session wherever it lands, inside the agent too. Installed
+_STOPPING = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""The signals that stop a session (Ctrl-C; SIGTERM and SIGHUP, which the plugin's own handler
+raises as a ``KeyboardInterrupt``, :mod:`pytest_llmeval.plugin.termination`)."""
+
+
+class _StopSignals:
+    """A stopping signal (:data:`_STOPPING`) that lands while a case runs on pytest's thread:
+    its handler raises inside the agent, where the case runner makes a ``KeyboardInterrupt``
+    the agent's fault (a case that errs, as the agent's own raise does on the background
+    loop). So each signal's Python handler is wrapped: what it raised while a case ran is kept
+    (:attr:`raised`) and raised again once the case is done, and the session stops as it
+    would wherever the signal landed (a handler that raises nothing stops nothing). Installed
     once, with the first such case; put back by :meth:`Dispatcher.close` if still in place."""
 
     def __init__(self) -> None:
         self.running = False
-        self.noted = False
-        self._previous: Callable[[int, FrameType | None], Any] | None = None
+        self.raised: BaseException | None = None
+        self._previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
 
     def install(self) -> None:
-        previous = signal.getsignal(signal.SIGINT)
-        if self._previous is None and callable(previous):  # not ignored, not the default
-            self._previous = previous
-            signal.signal(signal.SIGINT, self._note)
+        for signum in _STOPPING:
+            previous = signal.getsignal(signum)
+            if signum not in self._previous and callable(previous):  # not ignored, not C's
+                self._previous[signum] = previous
+                signal.signal(signum, self._note)
 
     def _note(self, signum: int, frame: FrameType | None) -> Any:
-        if self.running:
-            self.noted = True
-        assert self._previous is not None
-        return self._previous(signum, frame)
+        try:
+            return self._previous[signum](signum, frame)
+        except BaseException as exc:
+            if self.running and self.raised is None:
+                self.raised = exc
+            raise
 
     def uninstall(self) -> None:
-        previous, self._previous = self._previous, None
-        if previous is not None and signal.getsignal(signal.SIGINT) == self._note:
-            signal.signal(signal.SIGINT, previous)
+        previous, self._previous = self._previous, {}
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) == self._note:
+                signal.signal(signum, handler)
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:

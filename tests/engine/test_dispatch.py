@@ -288,3 +288,24 @@ def test_ctrl_c_during_an_in_process_case_stops_the_session_its_own_raise_errs(
     finally:
         dispatcher.close()
     assert signal.getsignal(signal.SIGINT) == handler  # put back
+
+
+def test_a_signal_whose_own_handler_raises_nothing_stops_nothing(tmp_path: Path) -> None:
+    """A conftest's Ctrl-C handler that only takes note (to stop after this test, say): the
+    case ends as its agent answered, as it would on the background loop."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+
+    found = signal.signal(signal.SIGINT, note)
+    agent = CtrlCAgent("signal")
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    try:
+        assert dispatcher.transcript("case0", jobs["case0"]).response == "never"
+        assert seen == [signal.SIGINT]
+    finally:
+        dispatcher.close()
+        assert signal.getsignal(signal.SIGINT) is note  # put back
+        signal.signal(signal.SIGINT, found)

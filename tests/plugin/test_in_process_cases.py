@@ -1,0 +1,81 @@
+"""Cases of an in-process agent (echo, replay, a runner saying ``in_process = True``) run on
+pytest's thread: what a user meets through pytest when a signal lands inside such an agent, when
+sessions follow one another in one process, and when its runner is closed."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import write_jsonl
+
+ROWS = [{"id": f"c{i}", "input": f"m{i}", "expected_output": f"m{i}"} for i in range(4)]
+
+STOPS = [s for s in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, s)]
+
+
+@pytest.fixture
+def handlers() -> Iterator[dict[str, object]]:
+    """The signal handlers as the test found them, put back whatever it leaves."""
+    found = {name: signal.getsignal(getattr(signal, name)) for name in STOPS}
+    yield found
+    for name, handler in found.items():
+        signal.signal(getattr(signal, name), handler)  # type: ignore[arg-type]
+
+
+SIGNALLING = """
+import os, signal
+from pytest_llmeval.core.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+class Signalling:
+    \"\"\"Answers in this process; the signal arrives while it answers m1.\"\"\"
+
+    name = "signalling"
+    in_process = True
+
+    def fingerprint(self):
+        return {"type": "signalling"}
+
+    async def generate(self, request):
+        text = request.messages[-1].content or ""
+        if text == "m1":
+            signal.raise_signal(getattr(signal, os.environ["SIGNAL"]))
+        return Completion(text=text, usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("signalling", lambda settings: Signalling())
+"""
+
+
+@pytest.mark.parametrize("name", STOPS)
+def test_a_stopping_signal_landing_inside_an_in_process_agent_stops_the_session(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    handlers: dict[str, object],
+    name: str,
+) -> None:
+    """SIGTERM and SIGHUP stop a session as Ctrl-C does (``interrupted.reason``, exit 2),
+    wherever they land, as they would if the agent ran on the background loop: not the
+    agent's fault, the cases after it not run."""
+    monkeypatch.setenv("SIGNAL", name)
+    pytester.makeconftest(SIGNALLING)
+    write_jsonl(pytester, "qa.eval.jsonl", ROWS)
+    result = pytester.runpytest_inprocess(
+        "--llmeval-runner", "signalling", "--llmeval-run-dir", "run", "-p", "no:cacheprovider",
+        no_reraise_ctrlc=True,  # pytester's own re-raise of a Ctrl-C, not the session's
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    reason = {"SIGINT": "keyboard_interrupt"}.get(name, name.lower())
+    assert report["interrupted"]["reason"] == reason
+    assert report["interrupted"]["cases_run"] == 1
+    assert "the agent raised" not in result.stdout.str()

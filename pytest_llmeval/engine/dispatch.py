@@ -128,11 +128,18 @@ class Dispatcher:
         """Run a coroutine on the dispatcher's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
 
+    def put_back_signals(self) -> None:
+        """Put back the signal handlers wrapped for in-process cases (:class:`_StopSignals`):
+        no case runs any more. The plugin calls it as pytest's test loop ends, before the
+        session takes the signals over while it writes its reports, so every handler is put
+        back in the reverse order it was taken; :meth:`close` calls it too."""
+        self._stops.uninstall()
+
     def close(self) -> None:
         """Cancel what is still running and stop the loops."""
+        self.put_back_signals()
         here, self._here = self._here, None
         if here is not None:
-            self._stops.uninstall()
             _close_here(here[0])
         loop, self._loop = self._loop, None
         if loop is None:
@@ -339,19 +346,27 @@ class _StopSignals:
     loop). So each signal's Python handler is wrapped: what it raised while a case ran is kept
     (:attr:`raised`) and raised again once the case is done, and the session stops as it
     would wherever the signal landed (a handler that raises nothing stops nothing). Installed
-    once, with the first such case; put back by :meth:`Dispatcher.close` if still in place."""
+    once, with the first such case; put back by :meth:`Dispatcher.put_back_signals`.
+
+    A wrapper that another handler took over meanwhile is left to it: that one may put the
+    wrapper back later (the plugin's own, at the session's end), and the wrapper then only
+    hands each signal on to the handler it found, forever."""
 
     def __init__(self) -> None:
         self.running = False
         self.raised: BaseException | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
+        """Each signal's handler found when it was wrapped (kept: see the class's text)."""
+        self._wrapped: set[int] = set()
 
     def install(self) -> None:
         for signum in _STOPPING:
             previous = signal.getsignal(signum)
-            if signum not in self._previous and callable(previous):  # not ignored, not C's
-                self._previous[signum] = previous
-                signal.signal(signum, self._note)
+            if signum in self._wrapped or not callable(previous) or previous == self._note:
+                continue  # ignored, the default, or C's: left alone
+            self._previous[signum] = previous
+            self._wrapped.add(signum)
+            signal.signal(signum, self._note)
 
     def _note(self, signum: int, frame: FrameType | None) -> Any:
         try:
@@ -362,10 +377,10 @@ class _StopSignals:
             raise
 
     def uninstall(self) -> None:
-        previous, self._previous = self._previous, {}
-        for signum, handler in previous.items():
+        wrapped, self._wrapped = self._wrapped, set()
+        for signum in wrapped:
             if signal.getsignal(signum) == self._note:
-                signal.signal(signum, handler)
+                signal.signal(signum, self._previous[signum])
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:

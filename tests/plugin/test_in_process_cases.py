@@ -26,6 +26,24 @@ def handlers() -> Iterator[dict[str, object]]:
         signal.signal(getattr(signal, name), handler)  # type: ignore[arg-type]
 
 
+def test_in_process_sessions_one_after_another_leave_the_signal_handlers_as_found(
+    pytester: pytest.Pytester, handlers: dict[str, object], no_thread_leak: None
+) -> None:
+    """pytester's runs, or a script calling ``pytest.main`` twice: each session puts back
+    what it wrapped, and a Ctrl-C after them is a ``KeyboardInterrupt`` again."""
+    write_jsonl(pytester, "qa.eval.jsonl", ROWS)
+    for run in ("one", "two"):
+        result = pytester.runpytest_inprocess(
+            "--llmeval-runner", "echo", "--llmeval-run-dir", run,
+            "-p", "no:cacheprovider", "-p", "no:rerunfailures",  # its own server thread stays
+        )  # fmt: skip
+        result.assert_outcomes(passed=4)
+        now = {name: signal.getsignal(getattr(signal, name)) for name in STOPS}
+        assert now == handlers
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+
+
 SIGNALLING = """
 import os, signal
 from pytest_llmeval.core.models import Usage

@@ -128,6 +128,16 @@ class Dispatcher:
         """Run a coroutine on the dispatcher's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
 
+    def call_for(self, owner: Any, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of ``owner`` (an agent or a runner: its ``aclose()``) on the loop
+        its cases ran on: pytest's thread's for one that runs in this process, once cases ran
+        there (what it opened there, a connection, belongs to that loop), else the background
+        loop (:meth:`call`)."""
+        here = self._here
+        if here is not None and getattr(owner, "in_process", False) is True and _may_run_here():
+            return here[0].run_until_complete(coro)
+        return self.call(coro)
+
     def put_back_signals(self) -> None:
         """Put back the signal handlers wrapped for in-process cases (:class:`_StopSignals`):
         no case runs any more. The plugin calls it as pytest's test loop ends, before the
@@ -327,6 +337,12 @@ def _runs_here(job: Job) -> bool:
         return False
     if case.judge is not None or case.similarity_reference is not None:
         return False
+    return _may_run_here()
+
+
+def _may_run_here() -> bool:
+    """Whether this thread may run a loop of the dispatcher's: it is the main thread (a
+    signal is raised there, nowhere else) and runs no loop."""
     if threading.current_thread() is not threading.main_thread():
         return False  # pytest run on another thread: Ctrl-C is not raised there
     return asyncio._get_running_loop() is None

@@ -97,3 +97,71 @@ def test_a_stopping_signal_landing_inside_an_in_process_agent_stops_the_session(
     assert report["interrupted"]["reason"] == reason
     assert report["interrupted"]["cases_run"] == 1
     assert "the agent raised" not in result.stdout.str()
+
+
+LOCAL_SERVER = """
+import asyncio, socket, threading
+from pytest_llmeval.core.models import Usage
+from pytest_llmeval.runners.base import Completion
+
+
+def _serve():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def accept():
+        conn, _ = server.accept()
+        with conn:
+            while data := conn.recv(1024):
+                conn.sendall(data)
+        server.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server.getsockname()[1]
+
+
+class Local:
+    \"\"\"One connection to a local echo server, opened by its first case and closed by
+    aclose(): it says it answers in this process (nothing a background loop could overlap).\"\"\"
+
+    name = "local"
+    in_process = True
+
+    def __init__(self):
+        self.port = _serve()
+        self.connection = None
+
+    def fingerprint(self):
+        return {"type": "local"}
+
+    async def generate(self, request):
+        if self.connection is None:
+            self.connection = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self.connection
+        writer.write((request.messages[-1].content or "").encode() + b"\\n")
+        await writer.drain()
+        line = await reader.readline()
+        return Completion(text=line.decode().strip(), usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        if self.connection is not None:
+            self.connection[1].close()
+            await self.connection[1].wait_closed()
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("local", lambda settings: Local())
+"""
+
+
+def test_an_in_process_runner_is_closed_on_the_loop_its_cases_ran_on(
+    pytester: pytest.Pytester, handlers: dict[str, object]
+) -> None:
+    """Its connection, opened on pytest's thread's loop, is closed there too: closing it on
+    the background loop failed the last case's teardown (a run whose cases all passed, red)."""
+    pytester.makeconftest(LOCAL_SERVER)
+    write_jsonl(pytester, "qa.eval.jsonl", ROWS)
+    result = pytester.runpytest_inprocess("--llmeval-runner", "local", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.OK

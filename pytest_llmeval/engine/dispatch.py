@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import signal
 import threading
@@ -53,6 +54,10 @@ Job = tuple[EvalCase, Any, ToolBroker]
 JobLookup = Callable[[int], Job | None]
 """Given a position in the run order, the job there if it can start now (else ``None``);
 called without the dispatcher's lock held."""
+
+
+CLOSE_WAIT_S = 10.0
+"""How long closing waits for the cases it cancelled: their agents' clean-ups may ignore it."""
 
 
 class RunningMarks(Protocol):
@@ -164,11 +169,15 @@ class Dispatcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        cancelled = asyncio.run_coroutine_threadsafe(_cancel_all(), loop)
+        with contextlib.suppress(concurrent.futures.TimeoutError):  # a clean-up that ignores
+            cancelled.result(timeout=CLOSE_WAIT_S)  # its cancelling: left to the process's end
         loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        loop.close()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=CLOSE_WAIT_S)
+        if thread is None or not thread.is_alive():  # else an agent blocks it: a daemon thread
+            loop.close()
 
     @property
     def in_flight(self) -> int:
@@ -400,13 +409,17 @@ class _StopSignals:
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what an interrupted case left on pytest's thread's loop, then close it."""
+    """Cancel what an interrupted case left on pytest's thread's loop, wait for it at most
+    :data:`CLOSE_WAIT_S` (an agent's clean-up may ignore being cancelled: the process must
+    still end), then close it."""
     if not loop.is_running():
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()
         if tasks:
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            done, _ = loop.run_until_complete(asyncio.wait(tasks, timeout=CLOSE_WAIT_S))
+            for task in done:  # retrieved: no "exception was never retrieved" at exit
+                _ = task.cancelled() or task.exception()
         loop.close()
 
 

@@ -165,3 +165,60 @@ def test_an_in_process_runner_is_closed_on_the_loop_its_cases_ran_on(
     result = pytester.runpytest_inprocess("--llmeval-runner", "local", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
     assert result.ret == pytest.ExitCode.OK
+
+
+STUBBORN = """
+import asyncio, os, signal, threading
+from pytest_llmeval.core.models import Usage
+from pytest_llmeval.engine import dispatch
+from pytest_llmeval.runners.base import Completion
+
+dispatch.CLOSE_WAIT_S = 0.5
+
+
+class Stubborn:
+    \"\"\"Waits on its answer; its clean-up waits on a server that never answers, cancelled
+    or not.\"\"\"
+
+    name = "stubborn"
+    in_process = bool(os.environ["IN_PROCESS"])
+
+    def fingerprint(self):
+        return {"type": "stubborn"}
+
+    async def generate(self, request):
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+        try:
+            await asyncio.sleep(30)
+        finally:
+            for _ in range(3):
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    pass
+        return Completion(text="late", usage=Usage(total_tokens=1))
+
+    async def aclose(self):
+        return None
+
+
+def pytest_llmeval_register_runners(registry):
+    registry.register("stubborn", lambda settings: Stubborn())
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "background"])
+def test_a_session_interrupted_in_an_agent_ends_though_it_ignores_being_cancelled(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, in_process: bool
+) -> None:
+    """Ctrl-C while the agent waits: the session ends with its reports, as interrupted,
+    and the process too, however the agent's task answers being cancelled (the wait for it
+    is bounded, on either loop)."""
+    monkeypatch.setenv("IN_PROCESS", "1" if in_process else "")
+    pytester.makeconftest(STUBBORN)
+    write_jsonl(pytester, "qa.eval.jsonl", ROWS[:1])
+    args = ("--llmeval-runner", "stubborn", "--llmeval-run-dir", "run", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*args, timeout=60)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = json.loads((pytester.path / "run" / "report.json").read_text())
+    assert report["interrupted"]["reason"] == "keyboard_interrupt"

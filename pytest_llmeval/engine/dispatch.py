@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import signal
 import threading
@@ -53,6 +54,10 @@ Job = tuple[EvalCase, Any, ToolBroker]
 JobLookup = Callable[[int], Job | None]
 """Given a position in the run order, the job there if it can start now (else ``None``);
 called without the dispatcher's lock held."""
+
+
+CLOSE_WAIT_S = 10.0
+"""How long closing waits for the cases it cancelled: their agents' clean-ups may ignore it."""
 
 
 class RunningMarks(Protocol):
@@ -98,7 +103,7 @@ class Dispatcher:
         """What runs each case the dispatcher starts."""
         self._here: tuple[asyncio.AbstractEventLoop, CaseRunner] | None = None
         """The loop on pytest's thread and its runner, for in-process agents' cases."""
-        self._ctrl_c = _CtrlC()
+        self._stops = _StopSignals()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -128,11 +133,28 @@ class Dispatcher:
         """Run a coroutine on the dispatcher's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
 
+    def call_for(self, owner: Any, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of ``owner`` (an agent or a runner: its ``aclose()``) on the loop
+        its cases ran on: pytest's thread's for one that runs in this process, once cases ran
+        there (what it opened there, a connection, belongs to that loop), else the background
+        loop (:meth:`call`)."""
+        here = self._here
+        if here is not None and getattr(owner, "in_process", False) is True and _may_run_here():
+            return here[0].run_until_complete(coro)
+        return self.call(coro)
+
+    def put_back_signals(self) -> None:
+        """Put back the signal handlers wrapped for in-process cases (:class:`_StopSignals`):
+        no case runs any more. The plugin calls it as pytest's test loop ends, before the
+        session takes the signals over while it writes its reports, so every handler is put
+        back in the reverse order it was taken; :meth:`close` calls it too."""
+        self._stops.uninstall()
+
     def close(self) -> None:
         """Cancel what is still running and stop the loops."""
+        self.put_back_signals()
         here, self._here = self._here, None
         if here is not None:
-            self._ctrl_c.uninstall()
             _close_here(here[0])
         loop, self._loop = self._loop, None
         if loop is None:
@@ -147,11 +169,15 @@ class Dispatcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        cancelled = asyncio.run_coroutine_threadsafe(_cancel_all(), loop)
+        with contextlib.suppress(concurrent.futures.TimeoutError):  # a clean-up that ignores
+            cancelled.result(timeout=CLOSE_WAIT_S)  # its cancelling: left to the process's end
         loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        loop.close()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=CLOSE_WAIT_S)
+        if thread is None or not thread.is_alive():  # else an agent blocks it: a daemon thread
+            loop.close()
 
     @property
     def in_flight(self) -> int:
@@ -236,16 +262,17 @@ class Dispatcher:
             )
             runner.open()
             self._here = (asyncio.new_event_loop(), runner)
-            self._ctrl_c.install()
+            self._stops.install()
         loop, runner = self._here
-        ctrl_c = self._ctrl_c
-        ctrl_c.running, ctrl_c.noted = True, False
+        stops = self._stops
+        stops.running, stops.raised = True, None
         try:
             transcript = loop.run_until_complete(self._run(key, *job, runner=runner))
         finally:
-            ctrl_c.running = False
-        if ctrl_c.noted:  # Ctrl-C while the agent ran: the case runner made it its fault
-            raise KeyboardInterrupt
+            stops.running = False
+        raised, stops.raised = stops.raised, None
+        if raised is not None:  # a signal's, while the agent ran: the case runner made it
+            raise raised  # the agent's fault; it stops the session (Ctrl-C, SIGTERM)
         return transcript
 
     def _wanted_ahead(self, key: str, missed: bool) -> tuple[list[tuple[int, str]], int]:
@@ -319,48 +346,80 @@ def _runs_here(job: Job) -> bool:
         return False
     if case.judge is not None or case.similarity_reference is not None:
         return False
+    return _may_run_here()
+
+
+def _may_run_here() -> bool:
+    """Whether this thread may run a loop of the dispatcher's: it is the main thread (a
+    signal is raised there, nowhere else) and runs no loop."""
     if threading.current_thread() is not threading.main_thread():
         return False  # pytest run on another thread: Ctrl-C is not raised there
     return asyncio._get_running_loop() is None
 
 
-class _CtrlC:
-    """Ctrl-C noted while a case runs on pytest's thread, the handler in place still called:
-    the agent's own ``KeyboardInterrupt`` is its fault (the case errs, as on the background
-    loop), but Ctrl-C stops the session wherever it lands, inside the agent too. Installed
-    once, with the first such case; put back by :meth:`Dispatcher.close` if still in place."""
+_STOPPING = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""The signals that stop a session (Ctrl-C; SIGTERM and SIGHUP, which the plugin's own handler
+raises as a ``KeyboardInterrupt``, :mod:`pytest_llmeval.plugin.termination`)."""
+
+
+class _StopSignals:
+    """A stopping signal (:data:`_STOPPING`) that lands while a case runs on pytest's thread:
+    its handler raises inside the agent, where the case runner makes a ``KeyboardInterrupt``
+    the agent's fault (a case that errs, as the agent's own raise does on the background
+    loop). So each signal's Python handler is wrapped: what it raised while a case ran is kept
+    (:attr:`raised`) and raised again once the case is done, and the session stops as it
+    would wherever the signal landed (a handler that raises nothing stops nothing). Installed
+    once, with the first such case; put back by :meth:`Dispatcher.put_back_signals`.
+
+    A wrapper that another handler took over meanwhile is left to it: that one may put the
+    wrapper back later (the plugin's own, at the session's end), and the wrapper then only
+    hands each signal on to the handler it found, forever."""
 
     def __init__(self) -> None:
         self.running = False
-        self.noted = False
-        self._previous: Callable[[int, FrameType | None], Any] | None = None
+        self.raised: BaseException | None = None
+        self._previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
+        """Each signal's handler found when it was wrapped (kept: see the class's text)."""
+        self._wrapped: set[int] = set()
 
     def install(self) -> None:
-        previous = signal.getsignal(signal.SIGINT)
-        if self._previous is None and callable(previous):  # not ignored, not the default
-            self._previous = previous
-            signal.signal(signal.SIGINT, self._note)
+        for signum in _STOPPING:
+            previous = signal.getsignal(signum)
+            if signum in self._wrapped or not callable(previous) or previous == self._note:
+                continue  # ignored, the default, or C's: left alone
+            self._previous[signum] = previous
+            self._wrapped.add(signum)
+            signal.signal(signum, self._note)
 
     def _note(self, signum: int, frame: FrameType | None) -> Any:
-        if self.running:
-            self.noted = True
-        assert self._previous is not None
-        return self._previous(signum, frame)
+        try:
+            return self._previous[signum](signum, frame)
+        except BaseException as exc:
+            if self.running and self.raised is None:
+                self.raised = exc
+            raise
 
     def uninstall(self) -> None:
-        previous, self._previous = self._previous, None
-        if previous is not None and signal.getsignal(signal.SIGINT) == self._note:
-            signal.signal(signal.SIGINT, previous)
+        wrapped, self._wrapped = self._wrapped, set()
+        for signum in wrapped:
+            if signal.getsignal(signum) == self._note:
+                signal.signal(signum, self._previous[signum])
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what an interrupted case left on pytest's thread's loop, then close it."""
+    """Cancel what an interrupted case left on pytest's thread's loop, wait for it at most
+    :data:`CLOSE_WAIT_S` (an agent's clean-up may ignore being cancelled: the process must
+    still end), then close it."""
     if not loop.is_running():
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()
         if tasks:
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            done, _ = loop.run_until_complete(asyncio.wait(tasks, timeout=CLOSE_WAIT_S))
+            for task in done:  # retrieved: no "exception was never retrieved" at exit
+                _ = task.cancelled() or task.exception()
         loop.close()
 
 

@@ -35,8 +35,8 @@ def llmeval_runner(
         runner = preflight.build_runner(pytestconfig, state)
     yield runner
     aclose = getattr(runner, "aclose", None)
-    if aclose is not None:
-        state.dispatcher.call(aclose())
+    if aclose is not None:  # on the loop its cases ran on
+        state.dispatcher.call_for(runner, aclose())
 
 
 @pytest.fixture(scope="session")

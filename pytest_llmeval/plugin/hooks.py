@@ -279,11 +279,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
-    """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written."""
+    """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written
+    (the handlers in-process cases wrapped put back first, so each is put back in turn)."""
     try:
         return (yield)
     finally:
         session.config.stash[session_key] = session
+        session.config.stash[state_key].dispatcher.put_back_signals()
         session.config.stash[sigterm_key].defer()
 
 

@@ -288,3 +288,42 @@ def test_ctrl_c_during_an_in_process_case_stops_the_session_its_own_raise_errs(
     finally:
         dispatcher.close()
     assert signal.getsignal(signal.SIGINT) == handler  # put back
+
+
+def test_a_signal_whose_own_handler_raises_nothing_stops_nothing(tmp_path: Path) -> None:
+    """A conftest's Ctrl-C handler that only takes note (to stop after this test, say): the
+    case ends as its agent answered, as it would on the background loop."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+
+    found = signal.signal(signal.SIGINT, note)
+    agent = CtrlCAgent("signal")
+    jobs = _jobs(agent, tmp_path)
+    dispatcher = _dispatcher(jobs)
+    try:
+        assert dispatcher.transcript("case0", jobs["case0"]).response == "never"
+        assert seen == [signal.SIGINT]
+    finally:
+        dispatcher.close()
+        assert signal.getsignal(signal.SIGINT) is note  # put back
+        signal.signal(signal.SIGINT, found)
+
+
+def test_a_wrapper_put_back_after_the_dispatcher_closed_hands_ctrl_c_on(tmp_path: Path) -> None:
+    """A handler put on top of the dispatcher's wrapper, which puts the wrapper back only once
+    the dispatcher closed (a conftest's, restored at its end): Ctrl-C there is still the
+    ``KeyboardInterrupt`` of the handler the wrapper found."""
+    found = signal.getsignal(signal.SIGINT)
+    jobs = _jobs(HereAgent(0.0), tmp_path)
+    dispatcher = _dispatcher(jobs)
+    try:
+        dispatcher.transcript("case0", jobs["case0"])
+        wrapper = signal.signal(signal.SIGINT, signal.SIG_IGN)  # taken over
+        dispatcher.close()
+        signal.signal(signal.SIGINT, wrapper)  # and put back, late
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, found)

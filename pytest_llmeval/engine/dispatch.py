@@ -163,15 +163,9 @@ class Dispatcher:
             future.cancel()
         self._futures.clear()
 
-        async def _cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
         cancelled = asyncio.run_coroutine_threadsafe(_cancel_all(), loop)
-        with contextlib.suppress(concurrent.futures.TimeoutError):  # a clean-up that ignores
-            cancelled.result(timeout=CLOSE_WAIT_S)  # its cancelling: left to the process's end
+        with contextlib.suppress(concurrent.futures.TimeoutError):  # an agent blocking the
+            cancelled.result(timeout=CLOSE_WAIT_S + 1)  # loop's thread: left to the process
         loop.call_soon_threadsafe(loop.stop)
         thread = self._thread
         if thread is not None:
@@ -409,18 +403,24 @@ class _StopSignals:
 
 
 def _close_here(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what an interrupted case left on pytest's thread's loop, wait for it at most
-    :data:`CLOSE_WAIT_S` (an agent's clean-up may ignore being cancelled: the process must
-    still end), then close it."""
+    """Cancel what an interrupted case left on pytest's thread's loop (:func:`_cancel_all`),
+    then close it."""
     if not loop.is_running():
-        tasks = asyncio.all_tasks(loop)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            done, _ = loop.run_until_complete(asyncio.wait(tasks, timeout=CLOSE_WAIT_S))
-            for task in done:  # retrieved: no "exception was never retrieved" at exit
-                _ = task.cancelled() or task.exception()
+        loop.run_until_complete(_cancel_all())
         loop.close()
+
+
+async def _cancel_all() -> None:
+    """On the loop being closed: cancel every other task and wait for them at most
+    :data:`CLOSE_WAIT_S` (an agent's clean-up may ignore being cancelled: the process must
+    still end), their outcomes retrieved (no "exception was never retrieved" at exit)."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        done, _ = await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
+        for task in done:
+            _ = task.cancelled() or task.exception()
 
 
 def _settle(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,12 @@ import pytest
 from pytest_llmeval.runners import transport
 
 pytest_plugins = ["pytester"]
+
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    # xdist's workers already fill the cores: torch's own threads in each worker, and in the
+    # pytest and `transformers serve` processes its tests start, would only fight over them
+    # (the torch tests took twice the CPU time, half again the wall time, under `-n 2`)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 collect_ignore = ["data"]
 """``tests/data`` holds inputs the tests read (When2Call's file matches the plugin's own

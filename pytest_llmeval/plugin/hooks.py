@@ -118,8 +118,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(JsonReportSection(report), "llmeval-json-report")
     else:  # an xdist worker tells its controller why it stopped early
         config.pluginmanager.register(WorkerStop(config), "llmeval-worker-stop")
-    config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: the reports are written
-    config.stash[sigterm_key].install()
+    sigterm = config.stash[sigterm_key] = SigtermHandler()  # SIGTERM as Ctrl-C: reports written
+    sigterm.install()
+    config.pluginmanager.register(sigterm, "llmeval-sigterm")  # a lost signal, raised again
     if config.pluginmanager.hasplugin("xdist") and not wire.is_worker(config):
         config.pluginmanager.register(XdistController(state), "llmeval-xdist")
     _register_spending(config, state)
@@ -280,13 +281,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written
-    (the handlers in-process cases wrapped put back first, so each is put back in turn)."""
+    (the handlers in-process cases wrapped put back first, so each is put back in turn). A
+    SIGTERM whose stop was lost during the last test stops the session now."""
+    handler = session.config.stash[sigterm_key]
     try:
-        return (yield)
+        result = yield
+        handler.raise_unseen()
+        return result
+    except KeyboardInterrupt:
+        handler.unseen = None  # pytest sees the stop
+        raise
     finally:
         session.config.stash[session_key] = session
         session.config.stash[state_key].dispatcher.put_back_signals()
-        session.config.stash[sigterm_key].defer()
+        handler.defer()
 
 
 @pytest.hookimpl(tryfirst=True)  # as pytest's skip marks: before the case's agent is waited on

@@ -51,6 +51,7 @@ def unconfigure(config: pytest.Config) -> None:
         "llmeval-frozen-objects",
         "llmeval-resume",
         "llmeval-session-terminal",
+        "llmeval-sigterm",
     )
     for name in names:
         plugin = config.pluginmanager.get_plugin(name)

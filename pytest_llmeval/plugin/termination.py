@@ -15,6 +15,13 @@ Once the test loop has ended, the reports are being written: a SIGTERM or a Ctrl
 only tear them apart (a traceback, no ``report.json``). From :meth:`SigtermHandler.defer` on,
 both are noted and held until :meth:`SigtermHandler.restore`; the session then exits non-zero
 (:meth:`SigtermHandler.deferred` says which signal came).
+
+A handler runs wherever the main thread is, and Python drops an exception raised inside a
+finalizer, a weakref or garbage-collector callback, or C code that reports and goes on (a
+pydantic serializer's type check): "Exception ignored in ...", and the session would run on
+with its handlers put back. So the signal is also noted, and :meth:`SigtermHandler.raise_unseen`
+raises it again where the plugin looks next, before each test and as the test loop ends, until
+pytest has seen the interrupt.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import signal
 import threading
 from types import FrameType
 from typing import Any
+
+import pytest
 
 __all__ = ["STOPPING", "SigtermHandler", "Terminated"]
 
@@ -50,6 +59,8 @@ class SigtermHandler:
         self.deferred: str | None = None
         """The signal that arrived while the reports were written (``SIGTERM``, ``SIGHUP``,
         ``SIGINT``)."""
+        self.unseen: str | None = None
+        """The signal whose :class:`Terminated` pytest has not seen end the test loop yet."""
 
     def install(self) -> None:
         """Take over SIGTERM and SIGHUP; a no-op outside the main thread (signals are handled
@@ -85,4 +96,18 @@ class SigtermHandler:
             self.deferred = self.deferred or signal.Signals(signum).name
             return
         self.restore()
-        raise Terminated(signal.Signals(signum).name)
+        self.unseen = signal.Signals(signum).name
+        raise Terminated(self.unseen)
+
+    def raise_unseen(self) -> None:
+        """Raise :class:`Terminated` again for a signal whose first one never reached pytest
+        (dropped where it was raised: see the module's docstring)."""
+        name, self.unseen = self.unseen, None
+        if name is not None:
+            raise Terminated(name)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self) -> None:
+        """Before each test (in the xdist controller, as each worker starts one): a lost
+        signal stops the session here."""
+        self.raise_unseen()

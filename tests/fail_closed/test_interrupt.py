@@ -337,6 +337,94 @@ def test_a_sigterm_that_reaches_a_worker_first_is_recorded_as_sigterm(
     assert interrupted["reason"] == "sigterm"
 
 
+DROPPED = """
+import os, signal
+
+
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs here: its exception is "ignored"
+            pass
+
+
+def pytest_runtest_call(item):
+    if item.name == os.environ.get("LLMEVAL_TEST_DROP"):
+        Dropped()
+
+
+WORKER = []
+
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):  # under xdist: in the controller
+    if not WORKER[-1] and report.when == "call":
+        if report.nodeid.endswith("::" + os.environ.get("LLMEVAL_TEST_DROP_CONTROLLER", "-")):
+            Dropped()
+"""
+
+
+@pytest.mark.parametrize("at", ["c04", "c29"], ids=["a middle case", "the last case"])
+def test_a_sigterm_whose_stop_python_dropped_still_stops_the_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, at: str
+) -> None:
+    """The handler runs wherever the main thread is; inside a finalizer (or a weakref
+    callback, or C code that reports and goes on: a pydantic serializer's type check) Python
+    drops what it raises. The signal still stops the session: before the next case, or as the
+    test loop ends after the last one."""
+    _project(pytester)
+    pytester.makepyfile(conftest_drop=DROPPED)
+    monkeypatch.setenv("LLMEVAL_TEST_DROP", at)
+    done = pytester.runpytest_subprocess(
+        *BASE, "-p", "conftest_drop", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.skipped==0",
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert done.ret == pytest.ExitCode.INTERRUPTED, done.stdout.str()
+    _all_written(run)
+    ran = _outcomes(run)
+    assert at in ran and len(ran) == IDS.index(at) + 1  # nothing ran after it
+    verdict = json.loads((run / "manifest.json").read_text())["verdict"]
+    assert verdict["exit_status"] == pytest.ExitCode.INTERRUPTED
+    interrupted, in_manifest = _interrupted(run)
+    if len(ran) < len(IDS):
+        assert interrupted == in_manifest == {
+            "reason": "sigterm", "cases_run": len(ran), "cases_total": len(IDS),
+        }  # fmt: skip
+        assert _gates(run) == {"golden.skipped==0": "partial"}
+    else:  # every case has its result: the reports are whole, the exit status says it
+        assert interrupted is None and in_manifest is None
+
+
+def test_a_sigterm_the_xdist_controller_dropped_still_stops_the_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same in the controller of ``-n 2`` (where CI once met it): the next test a worker
+    starts stops the session."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    pytester.makepyfile(conftest_drop=DROPPED)
+    monkeypatch.setenv("LLMEVAL_TEST_DROP_CONTROLLER", "c04")
+    done = pytester.runpytest_subprocess(
+        *BASE, "-n", "2", "-p", "conftest_drop", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.skipped==0",
+    )  # fmt: skip
+    run = pytester.path / "run"
+    assert done.ret == pytest.ExitCode.INTERRUPTED, done.stdout.str()
+    _all_written(run)
+    ran = _outcomes(run)
+    assert "c04" in ran
+    verdict = json.loads((run / "manifest.json").read_text())["verdict"]
+    assert verdict["exit_status"] == pytest.ExitCode.INTERRUPTED
+    interrupted, in_manifest = _interrupted(run)
+    assert interrupted == in_manifest
+    if len(ran) < len(IDS):
+        assert interrupted["reason"] == "sigterm", interrupted
+
+
 # -- a budget stop ---------------------------------------------------------------------------
 
 

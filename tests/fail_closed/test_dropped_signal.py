@@ -12,6 +12,7 @@ import pytest
 
 from tests.fail_closed.test_interrupt import (
     BASE,
+    DROPPED,
     IDS,
     _all_written,
     _gates,
@@ -158,3 +159,20 @@ def test_a_sigterm_an_xdist_worker_dropped_stops_the_session(
     assert interrupted == in_manifest
     if len(_outcomes(run)) < len(IDS):
         assert interrupted["reason"] == "sigterm", interrupted
+
+
+def test_a_sigterm_the_xdist_controller_dropped_is_not_taken_for_x(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``-n 2 -x`` the controller stops at c03's failure (xdist's ``Interrupted``, a
+    ``KeyboardInterrupt``) right after the SIGTERM it dropped there: the signal, not a
+    maxfail exit 1, ends the session."""
+    pytest.importorskip("xdist")
+    _project(pytester)
+    pytester.makepyfile(conftest_drop=DROPPED)
+    monkeypatch.setenv("LLMEVAL_TEST_DROP_CONTROLLER", "c03")
+    done = pytester.runpytest_subprocess(
+        *BASE, "-n", "2", "-x", "-p", "conftest_drop", "--llmeval-run-dir", "run",
+        "--llmeval-gate", "golden.skipped==0",
+    )  # fmt: skip
+    _stopped(pytester, done)

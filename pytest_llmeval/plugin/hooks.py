@@ -45,7 +45,7 @@ from pytest_llmeval.plugin.session_report import SessionReport, session_report_k
 from pytest_llmeval.plugin.session_terminal import SessionTerminal
 from pytest_llmeval.plugin.state import LLMEvalState, state_key
 from pytest_llmeval.plugin.stop import Stop, stop_key
-from pytest_llmeval.plugin.termination import SigtermHandler
+from pytest_llmeval.plugin.termination import SigtermHandler, Terminated
 from pytest_llmeval.plugin.xdist_controller import XdistController
 from pytest_llmeval.report.baseline.file import BaselineError, check_replaceable
 from pytest_llmeval.rundir.files import is_run_dir
@@ -282,16 +282,21 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def pytest_runtestloop(session: pytest.Session) -> Any:
     """Once the test loop has ended, SIGTERM and Ctrl-C wait until the reports are written
     (the handlers in-process cases wrapped put back first, so each is put back in turn). A
-    SIGTERM whose stop was lost during the last test stops the session now."""
+    SIGTERM whose stop was lost stops the session now: after the last test, and in place of
+    ``-x``'s stop or a Ctrl-C that came after it (the session was already signalled)."""
     handler = session.config.stash[sigterm_key]
+    handler.looping = True
     try:
         result = yield
         handler.raise_unseen()
         return result
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, session.Failed) as exc:
+        if not isinstance(exc, Terminated):
+            handler.raise_unseen()
         handler.unseen = None  # pytest sees the stop
         raise
     finally:
+        handler.looping = False
         session.config.stash[session_key] = session
         session.config.stash[state_key].dispatcher.put_back_signals()
         handler.defer()

@@ -8,8 +8,10 @@ or ssh session sends it) into :class:`Terminated` (a ``KeyboardInterrupt`` namin
 session finishes, every report is written (its gates ``partial``), the exit status is 2, and
 ``--llmeval-resume`` finishes the rest. It is installed in every process that runs a session
 (under xdist the controller and each worker, so a signal to the whole process group stops the
-workers as Ctrl-C would) and the previous handler is put back at the end, or at the first
-SIGTERM, so a second one does what it would have done without this plugin.
+workers as Ctrl-C would) and the previous handler is put back at the end, or at a second signal
+that comes before pytest has seen the first stop, so a third one does what it would have done
+without this plugin. (Not at the first: it may be dropped, below, and the user's second one
+must then still write the reports.)
 
 Once the test loop has ended, the reports are being written: a SIGTERM or a Ctrl-C then would
 only tear them apart (a traceback, no ``report.json``). From :meth:`SigtermHandler.defer` on,
@@ -21,7 +23,9 @@ finalizer, a weakref or garbage-collector callback, or C code that reports and g
 pydantic serializer's type check): "Exception ignored in ...", and the session would run on
 with its handlers put back. So the signal is also noted, and :meth:`SigtermHandler.raise_unseen`
 raises it again where the plugin looks next, before each test and as the test loop ends, until
-pytest has seen the interrupt.
+pytest has seen the interrupt. Only while the test loop runs: once pytest has seen a stop
+(:meth:`SigtermHandler.pytest_keyboard_interrupt`) the reports are written and a gate's
+``pytest_runtest_logstart`` then must not meet the signal again.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ class SigtermHandler:
         ``SIGINT``)."""
         self.unseen: str | None = None
         """The signal whose :class:`Terminated` pytest has not seen end the test loop yet."""
+        self.looping = False
+        """Whether pytest's test loop runs (set by the plugin's ``pytest_runtestloop``): a
+        lost signal is raised again only then."""
 
     def install(self) -> None:
         """Take over SIGTERM and SIGHUP; a no-op outside the main thread (signals are handled
@@ -95,7 +102,8 @@ class SigtermHandler:
         if self._deferring:
             self.deferred = self.deferred or signal.Signals(signum).name
             return
-        self.restore()
+        if self.unseen is not None:  # pytest has not seen the first stop yet: the next
+            self.restore()  # signal (the third) does what it would without this plugin
         self.unseen = signal.Signals(signum).name
         raise Terminated(self.unseen)
 
@@ -109,5 +117,12 @@ class SigtermHandler:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self) -> None:
         """Before each test (in the xdist controller, as each worker starts one): a lost
-        signal stops the session here."""
-        self.raise_unseen()
+        signal stops the session here; not after the loop (the gates' reports log starts)."""
+        if self.looping:
+            self.raise_unseen()
+
+    def pytest_keyboard_interrupt(self) -> None:
+        """pytest has seen a stop (wherever it came: collection too) and now writes the
+        reports: nothing is unseen, and SIGTERM and Ctrl-C wait for them."""
+        self.unseen = None
+        self.defer()

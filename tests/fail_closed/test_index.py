@@ -78,10 +78,6 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
         "test_a_full_disk_is_recorded_as_the_journal_stopping",
         "test_the_resume_hint_names_the_real_run_dir_with_equals",
     ]),
-    "a signal whose stop Python dropped still stops the session": ("interrupt", [
-        "test_a_sigterm_whose_stop_python_dropped_still_stops_the_session",
-        "test_a_sigterm_the_xdist_controller_dropped_still_stops_the_session",
-    ]),
     "a dropped signal stops the session wherever it lands, and only in the test loop": (
         "dropped_signal",
         [
@@ -91,6 +87,7 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
             "test_a_dropped_sigterm_in_the_case_x_stops_on_is_still_a_sigterm",
             "test_a_second_sigterm_after_a_dropped_one_still_writes_the_reports",
             "test_a_sigterm_an_xdist_worker_dropped_stops_the_session",
+            "test_a_sigterm_the_xdist_controller_dropped_stops_the_session",
             "test_a_sigterm_the_xdist_controller_dropped_is_not_taken_for_x",
         ],
     ),

@@ -85,10 +85,12 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )  # fmt: skip
 
 
-def _ended_by_the_signal(pytester: pytest.Pytester, done: pytest.RunResult) -> dict[str, str]:
+def _ended_by_the_signal(
+    pytester: pytest.Pytester, done: pytest.RunResult, reason: str = "sigterm"
+) -> dict[str, str]:
     """Exit 2, every report written, the manifest's verdict says 2; when cases were left out,
-    the ``interrupted`` record names the signal and the gate is ``partial`` (a signal during
-    the last case leaves the reports whole: no record). The outcomes, by case."""
+    the ``interrupted`` record names the signal (``reason``) and the gate is ``partial`` (a
+    signal during the last case leaves the reports whole: no record). The outcomes, by case."""
     run = pytester.path / "run"
     assert done.ret == pytest.ExitCode.INTERRUPTED, done.stdout.str()
     _all_written(run)
@@ -99,6 +101,7 @@ def _ended_by_the_signal(pytester: pytest.Pytester, done: pytest.RunResult) -> d
     assert interrupted == in_manifest
     if len(ran) < len(IDS):
         assert interrupted is not None and interrupted["cases_run"] == len(ran)
+        assert interrupted["reason"] == reason, interrupted
         assert _gates(run) == {"golden.skipped==0": "partial"}
     else:
         assert interrupted is None
@@ -106,11 +109,8 @@ def _ended_by_the_signal(pytester: pytest.Pytester, done: pytest.RunResult) -> d
 
 
 def _stopped(pytester: pytest.Pytester, done: pytest.RunResult, reason: str = "sigterm") -> None:
-    """:func:`_ended_by_the_signal`, with cases left out and the record naming ``reason``."""
-    ran = _ended_by_the_signal(pytester, done)
-    assert len(ran) < len(IDS)
-    interrupted, _ = _interrupted(pytester.path / "run")
-    assert interrupted["reason"] == reason, interrupted
+    """:func:`_ended_by_the_signal`, with cases left out."""
+    assert len(_ended_by_the_signal(pytester, done, reason)) < len(IDS)
 
 
 @pytest.mark.parametrize(
@@ -125,9 +125,6 @@ def test_a_dropped_sigterm_anywhere_in_a_case_stops_the_session(
     its result and the exit status says it)."""
     monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", at)
     ran = _ended_by_the_signal(pytester, _run(pytester))
-    if len(ran) < len(IDS):
-        interrupted, _ = _interrupted(pytester.path / "run")
-        assert interrupted["reason"] == "sigterm", interrupted
     if at.startswith("call:"):  # its call was over: it keeps its result, no later case ran
         assert len(ran) == IDS.index(at.partition(":")[2]) + 1
 
@@ -178,10 +175,7 @@ def test_a_sigterm_an_xdist_worker_dropped_stops_the_session(
 ) -> None:
     pytest.importorskip("xdist")
     monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", at)
-    ran = _ended_by_the_signal(pytester, _run(pytester, "-n", "2"))
-    if len(ran) < len(IDS):
-        interrupted, _ = _interrupted(pytester.path / "run")
-        assert interrupted["reason"] == "sigterm", interrupted
+    _ended_by_the_signal(pytester, _run(pytester, "-n", "2"))
 
 
 def test_a_sigterm_the_xdist_controller_dropped_stops_the_session(
@@ -191,11 +185,7 @@ def test_a_sigterm_the_xdist_controller_dropped_stops_the_session(
     handler's exception; the next test a worker starts stops the session."""
     pytest.importorskip("xdist")
     monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "controller:c04")
-    ran = _ended_by_the_signal(pytester, _run(pytester, "-n", "2"))
-    assert "c04" in ran
-    if len(ran) < len(IDS):
-        interrupted, _ = _interrupted(pytester.path / "run")
-        assert interrupted["reason"] == "sigterm", interrupted
+    assert "c04" in _ended_by_the_signal(pytester, _run(pytester, "-n", "2"))
 
 
 def test_a_sigterm_the_xdist_controller_dropped_is_not_taken_for_x(

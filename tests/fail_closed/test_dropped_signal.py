@@ -1,8 +1,9 @@
 """A SIGTERM or SIGHUP whose ``Terminated`` Python dropped still stops the session, wherever
-it landed: collection, a case's setup or teardown, a plain test, ``-x``, ``-n 2``, a second
-signal after the dropped one. Each makes Python drop the handler's exception the way CI met
-it (the signal lands inside a finalizer) and asserts the contract: exit 2, every report
-written, ``interrupted.reason`` the signal's, gates ``partial``."""
+it landed: collection, a case's setup, call or teardown, the last case, ``-x``, an xdist worker
+or the controller of ``-n 2``, a second signal after the dropped one. Each makes Python drop
+the handler's exception as CI met it (here the signal lands inside a finalizer) and asserts
+the contract: exit 2, every report written, and when cases were left out the ``interrupted``
+record naming the signal and the gate ``partial``."""
 
 from __future__ import annotations
 

@@ -49,6 +49,7 @@ SMOKE_TESTS = {
     "bench_dispatch.py": "test_dispatch_smoke",
     "bench_integration_scoring.py": "test_integration_scoring_smoke",
     "bench_limits.py": "test_limits_smoke",
+    "bench_phases.py": "test_phases_smoke",
     "bench_repeats.py": "test_repeats_smoke",
     "bench_throughput.py": "test_throughput_smoke",
     "bench_when2call.py": "test_when2call_smoke",
@@ -91,6 +92,24 @@ def test_collection_smoke() -> None:
     out = _smoke("bench_collection.py")
     assert "## collection: N=200" in out
     assert "collection llmeval / plain" in out and "peak RSS llmeval / plain" in out
+
+
+def test_phases_smoke() -> None:
+    out = _smoke("bench_phases.py")
+    assert "## phases: N=200" in out
+    cells = {row[0]: row[1:] for row in (_cells(line) for line in out.splitlines()) if row}
+    for phase in ("setup", "call", "makereport (x3)", "session finish (run dir)"):
+        assert all(_number(cell) for cell in cells[phase]), (phase, cells[phase])
+    # the run dir's files are timed in the plugin's session only
+    assert cells["report.html"][0] == "" and _number(cells["report.html"][1])
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip("|").split("|")] if line.startswith("| ") else []
+
+
+def _number(cell: str) -> bool:
+    return cell.replace(",", "").lstrip("-").isdigit()
 
 
 def test_bfcl_smoke() -> None:

@@ -202,8 +202,9 @@ def html_pieces(
 
 def _no_surrogates(text: str) -> str:
     """Lone surrogates (possible in JSON-sourced strings) cannot be written as UTF-8: each
-    becomes ``?``; a text without one is returned as it is (no copy)."""
-    if _SURROGATE.search(text) is None:
+    becomes ``?``; a text without one is returned as it is (no copy). An ASCII text holds none
+    (``str.isascii()`` reads a flag of the string: most of a page's pieces skip the scan)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-8", "replace").decode("utf-8")
 

@@ -58,14 +58,19 @@ def test_case(case):
 """
 
 
-def measure(
-    root: Path, n: int, repeats: int, baseline: Path | None = None, mode: str = "collect"
-) -> None:
+def case_folders(root: Path, n: int) -> tuple[Path, Path]:
+    """The ``plain`` and ``llmeval`` project folders of ``n`` golden rows under ``root``."""
     cases = root / f"n{n}" / "cases.jsonl"
     write_cases(cases, n)
     text = cases.read_text(encoding="utf-8")
     plain = write_files(root / f"n{n}" / "plain", {"cases.jsonl": text, "test_plain.py": PLAIN})
-    llmeval = write_files(root / f"n{n}" / "llmeval", {"cases.eval.jsonl": text})
+    return plain, write_files(root / f"n{n}" / "llmeval", {"cases.eval.jsonl": text})
+
+
+def measure(
+    root: Path, n: int, repeats: int, baseline: Path | None = None, mode: str = "collect"
+) -> None:
+    plain, llmeval = case_folders(root, n)
     empty = write_files(root / f"n{n}" / "empty", {"test_empty.py": "def test_x():\n    pass\n"})
     env = clean_env()
     mine = checkout_env(env)  # this checkout's plugin module, loaded by name

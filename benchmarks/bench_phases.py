@@ -41,10 +41,9 @@ from _harness import (
     print_table,
     pytest_command,
     run,
-    write_cases,
     write_files,
 )
-from bench_collection import PLAIN
+from bench_collection import case_folders
 
 TIMER = "llmeval_bench_phase_timer"
 """The timing plugin's module name (written next to the case files, loaded with ``-p``)."""
@@ -140,11 +139,7 @@ ROWS = (
 
 
 def measure(root: Path, n: int, repeats: int, baseline: Path | None = None) -> None:
-    cases = root / f"n{n}" / "cases.jsonl"
-    write_cases(cases, n)
-    text = cases.read_text(encoding="utf-8")
-    plain = write_files(root / f"n{n}" / "plain", {"cases.jsonl": text, "test_plain.py": PLAIN})
-    llmeval = write_files(root / f"n{n}" / "llmeval", {"cases.eval.jsonl": text})
+    plain, llmeval = case_folders(root, n)
     timer = write_files(root / "timer", {f"{TIMER}.py": TIMER_SOURCE})
     runs = root / f"n{n}" / "runs"
     names = ["plain", "llmeval", *(["llmeval@baseline"] if baseline else [])]

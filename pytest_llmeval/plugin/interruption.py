@@ -132,9 +132,17 @@ class Interruption:
     # -- hooks -------------------------------------------------------------------------------
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        for item in session.items:
-            if isinstance(item, EvalItem):
-                self.planned[item.nodeid] = item.suite_name
+        self.settle(session)
+
+    def settle(self, session: pytest.Session) -> None:
+        """The eval cases of ``session.items``, planned once (filled whole, or not at all).
+        Also called as an interrupted session ends: a signal that stopped an earlier
+        implementation of ``pytest_collection_finish`` skips this one, and the run must still
+        say what it planned (``interrupted``), not vanish."""
+        if not self.planned:
+            self.planned = {
+                item.nodeid: item.suite_name for item in session.items if isinstance(item, EvalItem)
+            }
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:

@@ -70,18 +70,30 @@ class Deselections:
         return set(self._collected)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.settle(session)
+
+    def settle(self, session: pytest.Session) -> None:
+        """Count the collected eval cases ``session.items`` left out, once (filled whole, or
+        not at all). Also called as an interrupted session ends: a signal that stopped an
+        earlier implementation of ``pytest_collection_finish`` skips this one, and the gates
+        of the cases left out must still be judged (``partial``)."""
+        if not self._collected:
+            return
         kept = {item.nodeid for item in session.items}
         shard = self.state.settings.shard
         finished = self.resume.finished if self.resume is not None else {}
+        by_suite: dict[str, int] = {}
         for nodeid, suite in self._collected.items():
             if nodeid in kept or nodeid in finished:
                 continue  # ran, or resumed: its earlier result is in the report
             if shard is not None and not in_shard(nodeid, *shard):
                 continue  # another shard's case: the merge judges the whole
-            self.by_suite[suite] = self.by_suite.get(suite, 0) + 1
-        self._collected = {}
+            by_suite[suite] = by_suite.get(suite, 0) + 1
+        self.by_suite, self._collected = by_suite, {}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:  # an xdist worker's, as above
+            self.settle(session)
         output = wire.worker_output(session.config)  # an xdist worker's, to its controller
         output.deselected = dict(self.by_suite)
         output.manifests = sorted(self.manifests)

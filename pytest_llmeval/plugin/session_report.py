@@ -159,6 +159,12 @@ class SessionReport:
         (junitxml and pytest-json-report write in their own sessionfinish)."""
         settings = self.state.settings
         self.session = session
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # a signal in an earlier pytest_collection_finish skipped theirs: what was planned
+            # and left out is settled from the session's items, before it is read below (a
+            # usage error there stops the session before any case, and leaves no run dir)
+            self.interruption.settle(session)
+            session.config.stash[deselections_key].settle(session)
         self._add_earlier()
         ran = not runs_no_case(session.config)  # --collect-only, --setup-only/-plan
         empty_shard = settings.shard is not None and ran  # writes its run dir too

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Generator
 from types import FrameType
 from typing import Any
 
@@ -121,8 +122,13 @@ class SigtermHandler:
         if self.looping:
             self.raise_unseen()
 
-    def pytest_keyboard_interrupt(self) -> None:
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_keyboard_interrupt(self) -> Generator[None, None, None]:
         """pytest has seen a stop (wherever it came: collection too) and now writes the
-        reports: nothing is unseen, and SIGTERM and Ctrl-C wait for them."""
+        reports: nothing is unseen, and SIGTERM and Ctrl-C wait for them. Before every other
+        implementation (the terminal reporter's formats the traceback, a few hundred ms): a
+        second signal meanwhile must not raise again inside pytest's handling of the first
+        (it would escape as an error, exit 1)."""
         self.unseen = None
         self.defer()
+        return (yield)

@@ -3,7 +3,9 @@ it landed: collection, a case's setup, call or teardown, the last case, ``-x``, 
 or the controller of ``-n 2``, a second signal after the dropped one. Each makes Python drop
 the handler's exception as CI met it (here the signal lands inside a finalizer) and asserts
 the contract: exit 2, every report written, and when cases were left out the ``interrupted``
-record naming the signal and the gate ``partial``."""
+record naming the signal and the gate ``partial``. The same contract holds for a signal pytest
+did see, in the two places where one once lost the record or the exit status: inside the
+``pytest_collection_finish`` hooks, and a second one while pytest handles the first."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from tests.fail_closed.test_interrupt import (
 
 DROPS = """
 import os, signal
+
+import pytest
 
 SIG = getattr(signal, os.environ.get("LLMEVAL_TEST_SIG", "SIGTERM"))
 WHEN, _, WHERE = os.environ.get("LLMEVAL_TEST_DROP_AT", "-:-").partition(":")
@@ -50,6 +54,19 @@ def _drop(when, name):
 
 def pytest_collection_modifyitems(items):
     _drop("collect", "-")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the plugins' own: the signal skips theirs
+def pytest_collection_finish(session):
+    _drop("collection_finish", "-")
+
+
+@pytest.hookimpl(tryfirst=True)  # as a slow one before the plugin's (the terminal's traceback)
+def pytest_keyboard_interrupt(excinfo):
+    if os.environ.get("LLMEVAL_TEST_AGAIN_WHILE_HANDLED"):  # pytest handles the first stop
+        os.kill(os.getpid(), SIG)
+        for _ in range(100_000):
+            pass
 
 
 def pytest_runtest_setup(item):
@@ -137,6 +154,36 @@ def test_a_sigterm_during_collection_still_writes_whole_reports(
     then writes must not meet that signal again."""
     monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "collect:-")
     monkeypatch.setenv("LLMEVAL_TEST_REAL", "1")
+    done = _run(pytester)
+    assert "Traceback" not in done.stderr.str(), done.stderr.str()
+    _stopped(pytester, done)
+
+
+def test_a_sigterm_in_the_collection_finish_hooks_still_writes_the_record(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM while pytest runs ``pytest_collection_finish`` (the plugin's own does the
+    preflight and a full collection of the heap there: the slow part of a large collection)
+    skips the implementations after it: the run must still say what it planned and which
+    cases it left out, not vanish with its run dir."""
+    monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "collection_finish:-")
+    monkeypatch.setenv("LLMEVAL_TEST_REAL", "1")
+    done = _run(pytester)
+    assert _interrupted(pytester.path / "run")[0] == {
+        "cases_run": 0, "cases_total": len(IDS), "reason": "sigterm"
+    }  # fmt: skip
+    _stopped(pytester, done)
+
+
+def test_a_second_sigterm_while_pytest_handles_the_first_still_exits_2(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second SIGTERM while pytest handles the first (its terminal reporter formats the
+    traceback before the plugin's ``pytest_keyboard_interrupt`` ran) waits for the reports:
+    it never escapes pytest as an error (exit 1, ``incomplete``)."""
+    monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "collect:-")
+    monkeypatch.setenv("LLMEVAL_TEST_REAL", "1")
+    monkeypatch.setenv("LLMEVAL_TEST_AGAIN_WHILE_HANDLED", "1")
     done = _run(pytester)
     assert "Traceback" not in done.stderr.str(), done.stderr.str()
     _stopped(pytester, done)

@@ -147,13 +147,19 @@ def test_a_dropped_sigterm_anywhere_in_a_case_stops_the_session(
         assert len(ran) == IDS.index(at.partition(":")[2]) + 1
 
 
+@pytest.mark.parametrize("again", [False, True], ids=["once", "again while pytest handles it"])
 def test_a_sigterm_during_collection_still_writes_whole_reports(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, again: bool
 ) -> None:
     """A SIGTERM pytest saw during collection (its loop never ran): the reports the session
-    then writes must not meet that signal again."""
+    then writes must not meet that signal again. Nor a second one while pytest handles the
+    first (its terminal reporter formats the traceback before the plugin's
+    ``pytest_keyboard_interrupt`` ran): it waits for the reports, never escaping pytest as an
+    error (exit 1, ``incomplete``)."""
     monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "collect:-")
     monkeypatch.setenv("LLMEVAL_TEST_REAL", "1")
+    if again:
+        monkeypatch.setenv("LLMEVAL_TEST_AGAIN_WHILE_HANDLED", "1")
     done = _run(pytester)
     assert "Traceback" not in done.stderr.str(), done.stderr.str()
     _stopped(pytester, done)
@@ -172,20 +178,6 @@ def test_a_sigterm_in_the_collection_finish_hooks_still_writes_the_record(
     assert _interrupted(pytester.path / "run")[0] == {
         "cases_run": 0, "cases_total": len(IDS), "reason": "sigterm"
     }  # fmt: skip
-    _stopped(pytester, done)
-
-
-def test_a_second_sigterm_while_pytest_handles_the_first_still_exits_2(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A second SIGTERM while pytest handles the first (its terminal reporter formats the
-    traceback before the plugin's ``pytest_keyboard_interrupt`` ran) waits for the reports:
-    it never escapes pytest as an error (exit 1, ``incomplete``)."""
-    monkeypatch.setenv("LLMEVAL_TEST_DROP_AT", "collect:-")
-    monkeypatch.setenv("LLMEVAL_TEST_REAL", "1")
-    monkeypatch.setenv("LLMEVAL_TEST_AGAIN_WHILE_HANDLED", "1")
-    done = _run(pytester)
-    assert "Traceback" not in done.stderr.str(), done.stderr.str()
     _stopped(pytester, done)
 
 

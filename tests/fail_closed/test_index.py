@@ -84,7 +84,6 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
             "test_a_dropped_sigterm_anywhere_in_a_case_stops_the_session",
             "test_a_sigterm_during_collection_still_writes_whole_reports",
             "test_a_sigterm_in_the_collection_finish_hooks_still_writes_the_record",
-            "test_a_second_sigterm_while_pytest_handles_the_first_still_exits_2",
             "test_a_dropped_sighup_stops_the_session_as_sighup",
             "test_a_dropped_sigterm_in_the_case_x_stops_on_is_still_a_sigterm",
             "test_a_second_sigterm_after_a_dropped_one_still_writes_the_reports",

@@ -170,6 +170,9 @@ class SessionReport:
         empty_shard = settings.shard is not None and ran  # writes its run dir too
         cut_short = bool(self.interruption.planned) and ran  # before any result arrived
         refused = self.state.stop.reason is not None  # stopped before running: touch nothing
+        # a usage error (the preflight's: a runner that cannot be built) stopped it before any
+        # case as well: a resumed run dir stays as it was, its record unchanged
+        refused = refused or session.exitstatus == pytest.ExitCode.USAGE_ERROR
         # gates on cases that were all deselected are judged (partial), never dropped
         selection = session.config.stash[deselections_key]
         gated = bool(settings.gate or selection.manifests) and bool(selection.by_suite)
@@ -209,7 +212,9 @@ class SessionReport:
         message = f"the session ended on an error after the run dir was written: {exc!r}"
         if Fault("exit", message) not in self.verdict.faults:
             self.verdict.faults.append(Fault("exit", message))
-        session.exitstatus = self.escalated(on_error(getattr(exc, "code", None)))
+        usage = isinstance(exc, pytest.UsageError)  # pytest.main() then returns 4
+        code = int(pytest.ExitCode.USAGE_ERROR) if usage else getattr(exc, "code", None)
+        session.exitstatus = self.escalated(on_error(code))
 
     def _is_case(self, nodeid: str) -> bool:
         """An eval case, a gate's or the baseline's item (the verdict judges their failures)."""

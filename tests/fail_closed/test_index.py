@@ -19,6 +19,7 @@ import pytest
 CLASSES: dict[str, tuple[str, list[str]]] = {
     "configuration errors stop the run before any case": ("verdict", [
         "test_a_configuration_error_is_one_usage_error_before_any_case",
+        "test_a_resume_refused_for_its_configuration_leaves_the_run_dir_as_it_was",
         "test_under_xdist_it_is_still_one_usage_error",
         "test_an_own_agent_makes_the_runner_option_irrelevant",
         "test_a_conftest_runner_is_known_at_the_start",

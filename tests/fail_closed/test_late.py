@@ -58,6 +58,10 @@ LATE_ERRORS = {
         "def pytest_unconfigure(config):\n    raise SystemExit(3)\n",
         "SystemExit(3)",
     ),
+    "a usage error in the summary": (
+        "def pytest_terminal_summary(config):\n    raise pytest.UsageError('a late usage')\n",
+        "UsageError('a late usage')",
+    ),
 }
 
 
@@ -78,7 +82,7 @@ def test_a_hook_that_raises_after_the_run_dir_leaves_it_red(
         "-p", "no:randomly", "-n", workers, "--llmeval-runner", "echo",
         "--llmeval-run-dir=out/late", "--llmeval-gate", "golden.pass_rate>=0.5",
     )  # fmt: skip
-    status = 3 if "SystemExit" in error else 1
+    status = 3 if "SystemExit" in error else 4 if "UsageError" in error else 1
     assert result.ret == status, result.stdout.str() + result.stderr.str()
     run = pytester.path / "out/late"
     message = f"the session ended on an error after the run dir was written: {error}"

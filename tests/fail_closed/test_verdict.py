@@ -192,6 +192,24 @@ def test_a_configuration_error_is_one_usage_error_before_any_case(
     assert not (pytester.path / "run").exists()  # no case ran, nothing was written
 
 
+def test_a_resume_refused_for_its_configuration_leaves_the_run_dir_as_it_was(
+    pytester: pytest.Pytester,
+) -> None:
+    """``--llmeval-resume`` of a finished run with a runner that cannot be built (the default
+    ``replay``, no recordings): one usage error before any case, exit 4, and the run dir as it
+    was; before, its record was written again as failed, with exit status 1."""
+    write_json(pytester, "qa.golden.json", CASES[:4])
+    first = pytester.runpytest("--llmeval-runner", "echo", "--llmeval-run-dir", "run")
+    assert first.ret == pytest.ExitCode.OK
+    run = pytester.path / "run"
+    before = {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()}
+    again = pytester.runpytest("--llmeval-resume", "run", "-p", "no:cacheprovider")
+    assert again.ret == pytest.ExitCode.USAGE_ERROR
+    again.stderr.fnmatch_lines(["ERROR: --llmeval-runner: replay: no cassette folder at *"])
+    after = {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()}
+    assert after == before
+
+
 @pytest.mark.parametrize(
     ("args", "line"),
     [

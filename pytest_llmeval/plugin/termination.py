@@ -83,12 +83,10 @@ class SigtermHandler:
             self._take(signum)
 
     def restore(self) -> str | None:
-        """Put the handlers found back where this plugin's still is (one a conftest or a
-        caller set since is theirs, and stays); the signal held back meanwhile, if any."""
+        """Put the handlers found back; the signal held back meanwhile, if any."""
         self._deferring = False
         for signum, previous in self._previous.items():
-            if signal.getsignal(signum) == self._handle:
-                signal.signal(signum, previous)
+            signal.signal(signum, previous)
         self._previous = {}
         return self.deferred
 
@@ -98,8 +96,7 @@ class SigtermHandler:
         if signum not in self._previous and signal.getsignal(signum) == signal.SIG_IGN:
             return  # ignored on purpose (``nohup``, a background job): it stays ignored
         previous = signal.signal(signum, self._handle)
-        if previous != self._handle:  # the one found (set since the last take: that one) is
-            # put back at the end; None: not Python's
+        if signum not in self._previous:  # None: not Python's
             self._previous[signum] = signal.SIG_DFL if previous is None else previous
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:

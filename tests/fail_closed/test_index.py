@@ -313,7 +313,6 @@ CLASSES: dict[str, tuple[str, list[str]]] = {
     "SIGHUP is handled like SIGTERM": ("late", [
         "test_sighup_is_handled_as_sigterm",
         "test_a_signal_ignored_on_purpose_stays_ignored",
-        "test_a_handler_set_during_the_session_is_the_one_left_at_its_end",
     ]),
     "runs and compare survive a folder they cannot read": ("late", [
         "test_runs_and_compare_survive_an_unreadable_folder",

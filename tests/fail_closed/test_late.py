@@ -256,36 +256,6 @@ def test_runs_and_compare_survive_an_unreadable_folder(
         assert code == 2 and said.err.count("\n") == 1 and "manifest.json" in said.err
 
 
-def test_a_handler_set_during_the_session_is_the_one_left_at_its_end() -> None:
-    """A SIGTERM handler a conftest or a ``pytest.main`` caller sets during the session (over
-    the plugin's) and never puts back is theirs at the end: the plugin puts back the handler
-    it found only where its own still is, and takes a signal over again for the reports (a
-    signal then waits for them) giving back the handler it found that time."""
-
-    def theirs(signum: int, frame: object) -> None: ...
-
-    handler = SigtermHandler()
-    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        handler.install()
-        signal.signal(signal.SIGTERM, theirs)  # a session fixture's, never put back
-        handler.restore()
-        assert signal.getsignal(signal.SIGTERM) is theirs
-        assert signal.getsignal(signal.SIGHUP) == before[signal.SIGHUP]  # the plugin's, put back
-
-        signal.signal(signal.SIGTERM, before[signal.SIGTERM])
-        handler.install()
-        signal.signal(signal.SIGTERM, theirs)
-        handler.defer()  # the test loop ended: the reports are written with signals held
-        assert signal.getsignal(signal.SIGTERM) == handler._handle
-        handler.restore()
-        assert signal.getsignal(signal.SIGTERM) is theirs
-    finally:
-        handler.restore()
-        for signum, found in before.items():
-            signal.signal(signum, found)
-
-
 def test_a_signal_ignored_on_purpose_stays_ignored() -> None:
     """``nohup pytest ...`` ignores SIGHUP so that the run outlives the terminal: the plugin
     does not take it over (nor SIGTERM or SIGINT when they are ignored)."""
